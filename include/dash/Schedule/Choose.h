@@ -1,0 +1,28 @@
+//===- Choose.h - Pick the schedule with the smallest makespan --*- C++ -*-===//
+//
+// Part of the DASH project. Plain C++17: no MLIR/LLVM, no exceptions, no RTTI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DASH_SCHEDULE_CHOOSE_H
+#define DASH_SCHEDULE_CHOOSE_H
+
+#include "dash/Schedule/Policy.h"
+#include "dash/Schedule/Simulate.h"
+
+namespace dash::sched {
+
+struct Choice {
+  Policy policy;
+  ModelResult model;
+};
+
+/// Smallest modelled makespan among the legal policies. Ties (within 1e-9
+/// relative) go to a G-independent reduction order, then to the earlier
+/// entry of kConcretePolicies. An invalid problem yields Ascending with the
+/// reason in model.note and makespan +inf.
+Choice choose(const Problem &);
+
+} // namespace dash::sched
+
+#endif // DASH_SCHEDULE_CHOOSE_H

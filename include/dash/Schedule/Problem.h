@@ -1,0 +1,72 @@
+//===- Problem.h - Attention-backward scheduling problem --------*- C++ -*-===//
+//
+// Part of the DASH project. Plain C++17: no MLIR/LLVM, no exceptions, no RTTI.
+//
+//===----------------------------------------------------------------------===//
+//
+// The shape of one deterministic attention-backward call, seen as a grid of
+// (KV tile, Q tile) tasks, and the mask geometry that decides which Q tiles
+// each KV tile touches (its "covering set").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DASH_SCHEDULE_PROBLEM_H
+#define DASH_SCHEDULE_PROBLEM_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dash::sched {
+
+enum class Mask { Full, Causal };
+
+/// Causal key j is visible to query i iff j <= i + off, with off = sk - sq
+/// (BottomRight, FlashAttention) or 0 (TopLeft, PyTorch SDPA is_causal).
+enum class CausalAlign { BottomRight, TopLeft };
+
+const char *maskName(Mask);        // "full", "causal"
+const char *alignName(CausalAlign); // "bottom-right", "top-left"
+
+struct Problem {
+  int64_t batch = 1, headsQ = 1, headsKV = 1, seqQ = 0, seqK = 0, headDim = 128;
+  int64_t blockM = 64, blockN = 128;
+  Mask mask = Mask::Full;
+  CausalAlign align = CausalAlign::BottomRight;
+  /// G: units of the persistent grid, also the SM count for the
+  /// one-CTA-per-KV-tile schedules. The shift formulas are evaluated with G.
+  int64_t numUnits = 132;
+  /// SMs that can actually hold a unit at once; 0 means numUnits. Models a
+  /// grid sized for G on a device with fewer free SMs (H100 PCIe, MIG,
+  /// sm_margin): the persistent schedules can deadlock when this is < G.
+  int64_t residentUnits = 0;
+  double c = 1.0, r = 0.25; // compute / reduce cost per (KV tile, Q tile) task
+
+  int64_t numQTiles() const;  // M = ceil(seqQ / blockM)
+  int64_t numKVTiles() const; // N = ceil(seqK / blockN)
+  int64_t numSMs() const { return residentUnits > 0 ? residentUnits : numUnits; }
+  /// Work units are per Q head (dQ rows are per Q head); GQA shares K/V only.
+  int64_t numHeadSlots() const { return batch * headsQ; }
+  /// Causal offset: off = sk - sq (bottom-right) or 0 (top-left).
+  int64_t maskOffset() const;
+};
+
+/// "" if the problem is well formed, else the reason.
+std::string validate(const Problem &);
+
+/// Last KV tile that touches Q tile q (-1 if none: fully masked rows, which
+/// happen for sq > sk bottom-right). Covering sets are prefixes 0..last(q).
+int64_t lastCoveringKVTile(const Problem &, int64_t qTile);
+/// Number of KV tiles that reduce into dQ row tile q: last(q) + 1.
+int64_t coveringCount(const Problem &, int64_t qTile);
+/// First Q tile that KV tile j touches (numQTiles() if none). Covered Q tiles
+/// are the suffix first..M-1 because last(q) is non-decreasing in q.
+int64_t firstCoveredQTile(const Problem &, int64_t kvTile);
+/// The covering set: Q tiles that KV tile j touches, ascending.
+std::vector<int64_t> coveredQTiles(const Problem &, int64_t kvTile);
+/// Tasks ((KV tile, Q tile) pairs with at least one visible element) per head.
+int64_t tasksPerHead(const Problem &);
+
+} // namespace dash::sched
+
+#endif // DASH_SCHEDULE_PROBLEM_H

@@ -1,0 +1,51 @@
+//===- Engine.h - Event loop shared by simulate() and checkLegal() -*- C++ -*-===//
+//
+// Part of the DASH project. Plain C++17: no MLIR/LLVM, no exceptions, no RTTI.
+//
+//===----------------------------------------------------------------------===//
+//
+// Library-internal. The event loop runs whatever launch list it is given,
+// with no legality check, so checkLegal() can use it to find deadlocks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DASH_LIB_SCHEDULE_ENGINE_H
+#define DASH_LIB_SCHEDULE_ENGINE_H
+
+#include "dash/Schedule/Plan.h"
+#include "dash/Schedule/Simulate.h"
+
+#include <string>
+#include <vector>
+
+namespace dash::sched {
+
+struct EngineResult {
+  double makespan = 0, busy = 0, maxCtaWork = 0;
+  bool deadlock = false;
+  std::string note;
+  std::vector<int64_t> ctaLane;   // SM each CTA ran on, -1 if never
+  std::vector<int64_t> laneOrder; // CTAs in dispatch order
+  int64_t events = 0;
+};
+
+/// Tasks above which simulate() refuses (memory is a few words per task).
+constexpr int64_t kMaxSimulatedTasks = int64_t(1) << 26;
+
+/// Runs `ctas` (launch order) on `sms` SMs. `trace` may be null.
+EngineResult runEngine(const Problem &, Policy,
+                       const std::vector<std::vector<WorkItem>> &ctas,
+                       int64_t sms, Trace *trace);
+
+/// Shape requirements of a concrete policy ("" if met); no permutation or
+/// deadlock check.
+std::string shapeReasonForEngine(const Problem &, Policy);
+
+/// Items per SM lane, in the order the simulation ran them.
+std::vector<std::vector<WorkItem>>
+lanesFromRun(const std::vector<std::vector<WorkItem>> &ctas,
+             const EngineResult &run, int64_t sms);
+
+} // namespace dash::sched
+
+#endif // DASH_LIB_SCHEDULE_ENGINE_H

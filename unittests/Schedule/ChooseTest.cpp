@@ -1,0 +1,69 @@
+//===- ChooseTest.cpp - Auto selection ------------------------------------===//
+//
+// Part of the DASH project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Sweep.h"
+
+#include "dash/Schedule/Choose.h"
+#include "dash/Schedule/Schedules.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace dash::sched;
+
+namespace {
+
+TEST(Choose, NeverPicksAnIllegalScheduleAndIsMinimal) {
+  sweep::Rng rng(31);
+  std::vector<Problem> all = sweep::randomProblems(800, 32);
+  for (const Problem &p : sweep::symmetricProblems(300, 33))
+    all.push_back(p);
+  for (Problem p : all) {
+    if (rng.in(0, 2) == 0)
+      p.residentUnits = rng.in(1, p.numUnits); // invites deadlocking grids
+    Choice c = choose(p);
+    ASSERT_TRUE(checkLegal(p, c.policy).legal) << policyName(c.policy);
+    ASSERT_FALSE(c.model.deadlock);
+    for (Policy other : kConcretePolicies)
+      if (checkLegal(p, other).legal)
+        ASSERT_LE(c.model.makespan, simulate(p, other).makespan * (1 + 1e-9));
+  }
+}
+
+TEST(Choose, TiesGoToGIndependentOrders) {
+  // One KV tile per head and G >= heads: every schedule is the same chain.
+  Problem p;
+  p.headsQ = p.headsKV = 4;
+  p.seqQ = p.seqK = 128;
+  p.blockM = p.blockN = 128;
+  p.numUnits = 8;
+  ASSERT_TRUE(checkLegal(p, Policy::Shift).legal);
+  ASSERT_DOUBLE_EQ(simulate(p, Policy::Shift).makespan,
+                   simulate(p, Policy::Ascending).makespan);
+  EXPECT_EQ(choose(p).policy, Policy::Ascending);
+}
+
+TEST(Choose, PrefersSymmetricShiftOnTheWorkedExample) {
+  Problem p;
+  p.headsQ = p.headsKV = 4;
+  p.seqQ = p.seqK = 8 * 64;
+  p.blockM = p.blockN = 64;
+  p.mask = Mask::Causal;
+  p.numUnits = 8;
+  Choice c = choose(p);
+  EXPECT_EQ(c.policy, Policy::SymmetricShift);
+  EXPECT_DOUBLE_EQ(c.model.makespan, 22.5);
+}
+
+TEST(Choose, InvalidProblem) {
+  Problem p; // seqlen 0
+  Choice c = choose(p);
+  EXPECT_TRUE(std::isinf(c.model.makespan));
+  EXPECT_FALSE(c.model.note.empty());
+}
+
+} // namespace
