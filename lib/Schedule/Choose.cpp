@@ -7,41 +7,49 @@
 #include "dash/Schedule/Choose.h"
 #include "dash/Schedule/Schedules.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace dash::sched {
 
-Choice choose(const Problem &p) {
+Choice pickBest(const std::vector<Choice> &candidates) {
   Choice best{Policy::Ascending, {}};
   best.model.makespan = best.model.criticalPath =
       std::numeric_limits<double>::infinity();
-  std::string err = validate(p);
-  if (!err.empty()) {
-    best.model.note = err;
-    return best;
-  }
   bool have = false;
-  for (Policy policy : kConcretePolicies) {
-    if (!checkLegal(p, policy).legal)
-      continue;
-    ModelResult r = simulate(p, policy);
-    if (r.deadlock || !std::isfinite(r.makespan))
+  for (const Choice &c : candidates) {
+    if (c.model.deadlock || !std::isfinite(c.model.makespan))
       continue;
     if (!have) {
-      best = {policy, r};
+      best = c;
       have = true;
       continue;
     }
-    double tol = 1e-9 * std::max(std::fabs(best.model.makespan), std::fabs(r.makespan));
-    bool tie = std::fabs(r.makespan - best.model.makespan) <= tol;
+    double tol = 1e-9 * std::max(std::fabs(best.model.makespan),
+                                 std::fabs(c.model.makespan));
+    bool tie = std::fabs(c.model.makespan - best.model.makespan) <= tol;
     // On a tie keep the earlier policy unless it depends on G and this one
     // does not: a G-independent order gives the same bits on every GPU.
-    if ((!tie && r.makespan < best.model.makespan) ||
-        (tie && orderDependsOnG(best.policy) && !orderDependsOnG(policy)))
-      best = {policy, r};
+    if ((!tie && c.model.makespan < best.model.makespan) ||
+        (tie && orderDependsOnG(best.policy) && !orderDependsOnG(c.policy)))
+      best = c;
   }
   return best;
+}
+
+Choice choose(const Problem &p) {
+  std::string err = validate(p);
+  if (!err.empty()) {
+    Choice none = pickBest({});
+    none.model.note = err;
+    return none;
+  }
+  std::vector<Choice> candidates;
+  for (Policy policy : kConcretePolicies)
+    if (checkLegal(p, policy).legal)
+      candidates.push_back({policy, simulate(p, policy)});
+  return pickBest(candidates);
 }
 
 } // namespace dash::sched

@@ -15,7 +15,10 @@ namespace dash::sched {
 static std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f", v);
-  return buf;
+  std::string out = buf;
+  if (out.size() > 2 && out.compare(out.size() - 2, 2, ".0") == 0)
+    out.resize(out.size() - 2); // "12.0" -> "12": the files are large
+  return out;
 }
 
 static std::string fmtNum(double v) {
@@ -45,6 +48,27 @@ static std::string colour(int64_t q, int64_t m) {
                 static_cast<int>((b + mm) * 255));
   return buf;
 }
+
+namespace {
+constexpr int64_t kColourBuckets = 16;
+
+struct Segment {
+  double start, end;
+  int64_t bucket;
+};
+
+// Appends, merging with the previous segment when it touches and matches.
+void addSegment(std::vector<Segment> &out, Segment s) {
+  if (s.end <= s.start)
+    return;
+  if (!out.empty() && out.back().bucket == s.bucket &&
+      s.start <= out.back().end + 1e-9) {
+    out.back().end = std::max(out.back().end, s.end);
+    return;
+  }
+  out.push_back(s);
+}
+} // namespace
 
 std::string ganttSvg(const std::vector<GanttPanel> &panels) {
   const double left = 70, right = 20, plotW = 1200, titleH = 28, axisH = 26;
@@ -77,24 +101,61 @@ std::string ganttSvg(const std::vector<GanttPanel> &panels) {
             fmt(plotW) + "\" height=\"" +
             fmt(laneH * static_cast<double>(p.trace.lanes)) +
             "\" fill=\"#f7f7f7\"/>\n";
-    for (const TaskSpan &t : p.trace.tasks) {
-      if (t.lane < 0)
-        continue;
-      double ly = top + laneH * static_cast<double>(t.lane);
-      body += "<rect x=\"" + fmt(left + t.computeStart * scale) + "\" y=\"" +
-              fmt(ly) + "\" width=\"" +
-              fmt((t.reduceEnd - t.computeStart) * scale) + "\" height=\"" +
-              fmt(laneH) + "\" fill=\"" + colour(t.qTile, p.numQTiles) + "\"/>\n";
-      if (t.reduceStart > t.computeEnd)
-        body += "<rect x=\"" + fmt(left + t.computeEnd * scale) + "\" y=\"" +
-                fmt(ly) + "\" width=\"" +
-                fmt((t.reduceStart - t.computeEnd) * scale) + "\" height=\"" +
-                fmt(laneH) + "\" class=\"w\"/>\n";
+    // Busy time of one SM lane is drawn in runs: adjacent tasks whose Q
+    // tiles fall in the same colour bucket merge into one rect, so a
+    // paper-size problem stays a few MB. Waits are drawn on top, hatched.
+    const int64_t buckets = std::max<int64_t>(1, std::min<int64_t>(p.numQTiles, kColourBuckets));
+    std::vector<std::vector<const TaskSpan *>> byLane(static_cast<size_t>(p.trace.lanes));
+    for (const TaskSpan &t : p.trace.tasks)
+      if (t.lane >= 0)
+        byLane[t.lane].push_back(&t);
+    for (size_t lane = 0; lane < byLane.size(); ++lane) {
+      std::vector<const TaskSpan *> &ts = byLane[lane];
+      std::stable_sort(ts.begin(), ts.end(), [](const TaskSpan *a, const TaskSpan *b) {
+        return a->computeStart < b->computeStart;
+      });
+      double ly = top + laneH * static_cast<double>(lane);
+      std::vector<Segment> busy, wait;
+      // Segments are snapped to half pixels, so slivers thinner than that
+      // vanish into their neighbours instead of costing a rect each.
+      auto px = [&](double t) { return std::round(t * scale * 2) / 2; };
+      for (const TaskSpan *t : ts) {
+        int64_t bucket = t->qTile * buckets / std::max<int64_t>(1, p.numQTiles);
+        bool waits = t->reduceStart > t->computeEnd;
+        addSegment(busy, {px(t->computeStart), px(waits ? t->computeEnd : t->reduceEnd), bucket});
+        if (waits) {
+          addSegment(wait, {px(t->computeEnd), px(t->reduceStart), 0});
+          addSegment(busy, {px(t->reduceStart), px(t->reduceEnd), bucket});
+        }
+      }
+      // One path per colour per lane ("M x y h w v h h -w z" per run) keeps
+      // the file small.
+      std::vector<std::string> paths(static_cast<size_t>(buckets) + 1);
+      auto box = [&](const Segment &sgm) {
+        return "M" + fmt(left + sgm.start) + " " + fmt(ly) + "h" +
+               fmt(sgm.end - sgm.start) + "v" + fmt(laneH) + "h-" +
+               fmt(sgm.end - sgm.start) + "z";
+      };
+      for (const Segment &sgm : busy)
+        paths[sgm.bucket] += box(sgm);
+      for (const Segment &sgm : wait)
+        paths[buckets] += box(sgm);
+      for (int64_t k = 0; k < buckets; ++k)
+        if (!paths[k].empty())
+          body += "<path fill=\"" + colour(k, buckets) + "\" d=\"" + paths[k] + "\"/>\n";
+      if (!paths[buckets].empty())
+        body += "<path class=\"w\" d=\"" + paths[buckets] + "\"/>\n";
     }
-    // Time axis: 10 ticks over the shared range.
+    // Time axis: a 1-2-5 step giving 5..10 ticks over the shared range.
     double axisY = top + laneH * static_cast<double>(p.trace.lanes);
-    for (int k = 0; k <= 10; ++k) {
-      double tv = tmax * k / 10.0, x = left + tv * scale;
+    double step = std::pow(10.0, std::floor(std::log10(tmax / 5)));
+    for (double mult : {1.0, 2.0, 5.0})
+      if (tmax / (step * mult) <= 10) {
+        step *= mult;
+        break;
+      }
+    for (int k = 0; k * step <= tmax * (1 + 1e-12); ++k) {
+      double tv = k * step, x = left + tv * scale;
       body += "<line x1=\"" + fmt(x) + "\" y1=\"" + fmt(axisY) + "\" x2=\"" +
               fmt(x) + "\" y2=\"" + fmt(axisY + 4) + "\" stroke=\"#333\"/>\n";
       body += "<text x=\"" + fmt(x) + "\" y=\"" + fmt(axisY + 16) +

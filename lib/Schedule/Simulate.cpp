@@ -82,13 +82,18 @@ std::optional<double> closedForm(const Problem &p, Policy policy) {
   case Policy::SymmetricShift:
     // Every pair is s*(N+1) tasks, again without waits.
     return static_cast<double>(ceilDiv(heads * n / 2, g) * s * (n + 1)) * t;
-  case Policy::Ascending:
-    // Tile j lags tile j-1 by r on every shared row; with G == N each head's
-    // tile j lands on SM j. One wave (heads*N <= G) is the same chain.
-    if ((p.mask == Mask::Full || diagonal) && (g == n || heads * n <= g))
+  case Policy::Ascending: {
+    // Tile j lags tile j-1 by r on every shared row and ends at M*(c+r)+j*r.
+    // With G == N the next head's tile j reuses SM j, as long as the head's
+    // last tile frees its SM before the next head's first tile ends
+    // ((N-1)*r <= M*(c+r); found by the gtest sweep). One wave is one chain.
+    bool staggered = g == n && static_cast<double>(n - 1) * p.r <=
+                                   static_cast<double>(m) * t;
+    if ((p.mask == Mask::Full || diagonal) && (staggered || heads * n <= g))
       return static_cast<double>(ceilDiv(heads * n, g) * m) * t +
              static_cast<double>(n - 1) * p.r;
     return std::nullopt;
+  }
   case Policy::Descending:
     // SCHEDULES.md section 3: m*(n+1)*(c+r)/2 + (n-1)*r. The brute-force
     // sweep shows it needs an even head count (heads pair up: one head's

@@ -10,6 +10,8 @@
 #include "dash/Schedule/Policy.h"
 #include "dash/Schedule/Simulate.h"
 
+#include <vector>
+
 namespace dash::sched {
 
 struct Choice {
@@ -22,6 +24,10 @@ struct Choice {
 /// entry of kConcretePolicies. An invalid problem yields Ascending with the
 /// reason in model.note and makespan +inf.
 Choice choose(const Problem &);
+
+/// The same rule over already evaluated candidates (all legal); for callers
+/// that report every schedule anyway. Empty input gives Ascending, +inf.
+Choice pickBest(const std::vector<Choice> &candidates);
 
 } // namespace dash::sched
 

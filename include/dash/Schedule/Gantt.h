@@ -22,7 +22,8 @@ struct GanttPanel {
 };
 
 /// One panel per schedule, stacked on a shared time axis; one lane per SM,
-/// fill colour = Q tile, hatched = waiting for the dQ row's semaphore.
+/// fill colour = Q tile (24 hue buckets, red = first rows, magenta = last),
+/// hatched = waiting for the dQ row's semaphore.
 std::string ganttSvg(const std::vector<GanttPanel> &panels);
 
 } // namespace dash::sched

@@ -129,7 +129,7 @@ func.func @gqa_heads(%q: tensor<2x128x16x128xbf16>, %k: tensor<2x128x6x128xbf16>
 
 // dq shape
 func.func @dq_shape(%q: tensor<2x128x16x128xbf16>, %k: tensor<2x128x16x128xbf16>, %v: tensor<2x128x16x128xbf16>, %o: tensor<2x128x16x128xbf16>, %do: tensor<2x128x16x128xbf16>, %lse: tensor<2x16x128xf32>) {
-  // expected-error @+1 {{'dq' must have the shape and element type of 'q' ('tensor<2x128x16x128xbf16>'), got 'tensor<2x128x16x128xf16>'}}
+  // expected-error @+1 {{'dq' must have the shape of 'q' ('tensor<2x128x16x128xbf16>') and its element type or f32, got 'tensor<2x128x16x128xf16>'}}
   %r:3 = dash.attention_bwd %q, %k, %v, %o, %do, %lse mask = full scale = 0.125 deterministic = true : tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x16x128xf32> -> tensor<2x128x16x128xf16>, tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>
   return
 }
@@ -138,7 +138,7 @@ func.func @dq_shape(%q: tensor<2x128x16x128xbf16>, %k: tensor<2x128x16x128xbf16>
 
 // dk shape
 func.func @dk_shape(%q: tensor<2x128x16x128xbf16>, %k: tensor<2x128x16x128xbf16>, %v: tensor<2x128x16x128xbf16>, %o: tensor<2x128x16x128xbf16>, %do: tensor<2x128x16x128xbf16>, %lse: tensor<2x16x128xf32>) {
-  // expected-error @+1 {{'dk' must have the shape and element type of 'k' ('tensor<2x128x16x128xbf16>'), got 'tensor<2x64x16x128xbf16>'}}
+  // expected-error @+1 {{'dk' must have the shape of 'k' ('tensor<2x128x16x128xbf16>') and its element type or f32, got 'tensor<2x64x16x128xbf16>'}}
   %r:3 = dash.attention_bwd %q, %k, %v, %o, %do, %lse mask = full scale = 0.125 deterministic = true : tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x128x16x128xbf16>, tensor<2x16x128xf32> -> tensor<2x128x16x128xbf16>, tensor<2x64x16x128xbf16>, tensor<2x128x16x128xbf16>
   return
 }

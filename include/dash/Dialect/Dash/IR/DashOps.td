@@ -33,7 +33,8 @@ def Dash_AttentionBwdOp : Dash_Op<"attention_bwd",
     - q/k/v/o/dO share one element type, bf16 or f16; D is 64 or 128;
     - grouped-query attention: `H_q` must be a multiple of `H_kv`.
 
-    On tensors the op returns dq, dk, dv (same types as q, k, v). On memrefs
+    On tensors the op returns dq, dk, dv (shapes of q, k, v; element type
+    that of the inputs, or f32 for unrounded gradients). On memrefs
     it writes into the `outs` buffers and returns nothing; strided memrefs
     express physical layouts (BHSD is BSHD with permuted strides).
 
