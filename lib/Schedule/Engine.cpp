@@ -71,7 +71,8 @@ EngineResult runEngine(const Problem &p, Policy policy,
         int64_t rk = rankOf(p, policy, it.b, it.h, it.kvTile, q);
         tasks.push_back({hb * m + q, hb * perHead + prefix[q] + rk, rk});
         if (trace)
-          trace->tasks.push_back({-1, k, it.b, it.h, it.kvTile, q, rk, 0, 0, 0, 0});
+          trace->tasks.push_back(
+              {-1, k, it.b, it.h, it.kvTile, q, rk, 0, 0, 0, 0});
       }
       work += static_cast<double>(it.qTiles.size()) * (p.c + p.r);
     }
@@ -82,7 +83,8 @@ EngineResult runEngine(const Problem &p, Policy policy,
   res.busy = static_cast<double>(total) * (p.c + p.r);
 
   std::vector<int64_t> sem(static_cast<size_t>(p.numHeadSlots() * m), 0);
-  std::vector<int64_t> parked(static_cast<size_t>(p.numHeadSlots() * perHead), -1);
+  std::vector<int64_t> parked(static_cast<size_t>(p.numHeadSlots() * perHead),
+                              -1);
   std::vector<SmState> sm(static_cast<size_t>(std::max<int64_t>(sms, 0)));
   std::priority_queue<Event, std::vector<Event>, Later> heap;
   int64_t seq = 0, nextCta = 0, done = 0;
@@ -150,8 +152,8 @@ EngineResult runEngine(const Problem &p, Policy policy,
     ++sm[s].next;
     // Rank v = t.rank + 1 of this row parks in slot t.slot + 1 (if the row
     // has that many ranks; the row/rank test rejects the next row's slot).
-    if (nextSlot < static_cast<int64_t>(parked.size()) && parked[nextSlot] >= 0 &&
-        tasks[sm[parked[nextSlot]].next].row == row &&
+    if (nextSlot < static_cast<int64_t>(parked.size()) &&
+        parked[nextSlot] >= 0 && tasks[sm[parked[nextSlot]].next].row == row &&
         tasks[sm[parked[nextSlot]].next].rank == v) {
       int64_t w = parked[nextSlot];
       parked[nextSlot] = -1;

@@ -1,4 +1,4 @@
-//===- Engine.h - Event loop shared by simulate() and checkLegal() -*- C++ -*-===//
+//===- Engine.h - Event loop behind simulate() and checkLegal() -*- C++ -*-===//
 //
 // Part of the DASH project. Plain C++17: no MLIR/LLVM, no exceptions, no RTTI.
 //

@@ -29,23 +29,30 @@ static std::string fmtNum(double v) {
 
 // Q tile -> hue around the colour wheel (0..300 degrees, red to magenta).
 static std::string colour(int64_t q, int64_t m) {
-  double hue = m > 1 ? 300.0 * static_cast<double>(q) / static_cast<double>(m - 1) : 0;
+  double hue =
+      m > 1 ? 300.0 * static_cast<double>(q) / static_cast<double>(m - 1) : 0;
   double s = 0.65, l = 0.55;
   double c = (1 - std::fabs(2 * l - 1)) * s;
   double hp = hue / 60.0;
   double x = c * (1 - std::fabs(std::fmod(hp, 2.0) - 1));
   double r = 0, g = 0, b = 0;
-  if (hp < 1) r = c, g = x;
-  else if (hp < 2) r = x, g = c;
-  else if (hp < 3) g = c, b = x;
-  else if (hp < 4) g = x, b = c;
-  else if (hp < 5) r = x, b = c;
-  else r = c, b = x;
+  if (hp < 1)
+    r = c, g = x;
+  else if (hp < 2)
+    r = x, g = c;
+  else if (hp < 3)
+    g = c, b = x;
+  else if (hp < 4)
+    g = x, b = c;
+  else if (hp < 5)
+    r = x, b = c;
+  else
+    r = c, b = x;
   double mm = l - c / 2;
   char buf[8];
-  std::snprintf(buf, sizeof(buf), "#%02x%02x%02x",
-                static_cast<int>((r + mm) * 255), static_cast<int>((g + mm) * 255),
-                static_cast<int>((b + mm) * 255));
+  std::snprintf(
+      buf, sizeof(buf), "#%02x%02x%02x", static_cast<int>((r + mm) * 255),
+      static_cast<int>((g + mm) * 255), static_cast<int>((b + mm) * 255));
   return buf;
 }
 
@@ -81,7 +88,8 @@ std::string ganttSvg(const std::vector<GanttPanel> &panels) {
   }
   if (tmax <= 0)
     tmax = 1;
-  const double laneH = std::clamp(560.0 / static_cast<double>(maxLanes), 2.0, 16.0);
+  const double laneH =
+      std::clamp(560.0 / static_cast<double>(maxLanes), 2.0, 16.0);
   const double scale = plotW / tmax;
 
   std::string body;
@@ -89,10 +97,12 @@ std::string ganttSvg(const std::vector<GanttPanel> &panels) {
   for (const GanttPanel &p : panels) {
     double panelH = titleH + laneH * static_cast<double>(p.trace.lanes) + axisH;
     body += "<g transform=\"translate(0," + fmt(y) + ")\">\n";
-    body += "<text x=\"" + fmt(left) + "\" y=\"18\" class=\"t\">" + p.title + "</text>\n";
+    body += "<text x=\"" + fmt(left) + "\" y=\"18\" class=\"t\">" + p.title +
+            "</text>\n";
     double top = titleH;
     // Lane labels every few lanes so they stay legible.
-    int64_t every = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(12.0 / laneH)));
+    int64_t every =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(12.0 / laneH)));
     for (int64_t l = 0; l < p.trace.lanes; l += every)
       body += "<text x=\"" + fmt(left - 4) + "\" y=\"" +
               fmt(top + laneH * static_cast<double>(l) + laneH * 0.8) +
@@ -104,16 +114,19 @@ std::string ganttSvg(const std::vector<GanttPanel> &panels) {
     // Busy time of one SM lane is drawn in runs: adjacent tasks whose Q
     // tiles fall in the same colour bucket merge into one rect, so a
     // paper-size problem stays a few MB. Waits are drawn on top, hatched.
-    const int64_t buckets = std::max<int64_t>(1, std::min<int64_t>(p.numQTiles, kColourBuckets));
-    std::vector<std::vector<const TaskSpan *>> byLane(static_cast<size_t>(p.trace.lanes));
+    const int64_t buckets =
+        std::max<int64_t>(1, std::min<int64_t>(p.numQTiles, kColourBuckets));
+    std::vector<std::vector<const TaskSpan *>> byLane(
+        static_cast<size_t>(p.trace.lanes));
     for (const TaskSpan &t : p.trace.tasks)
       if (t.lane >= 0)
         byLane[t.lane].push_back(&t);
     for (size_t lane = 0; lane < byLane.size(); ++lane) {
       std::vector<const TaskSpan *> &ts = byLane[lane];
-      std::stable_sort(ts.begin(), ts.end(), [](const TaskSpan *a, const TaskSpan *b) {
-        return a->computeStart < b->computeStart;
-      });
+      std::stable_sort(ts.begin(), ts.end(),
+                       [](const TaskSpan *a, const TaskSpan *b) {
+                         return a->computeStart < b->computeStart;
+                       });
       double ly = top + laneH * static_cast<double>(lane);
       std::vector<Segment> busy, wait;
       // Segments are snapped to half pixels, so slivers thinner than that
@@ -122,7 +135,8 @@ std::string ganttSvg(const std::vector<GanttPanel> &panels) {
       for (const TaskSpan *t : ts) {
         int64_t bucket = t->qTile * buckets / std::max<int64_t>(1, p.numQTiles);
         bool waits = t->reduceStart > t->computeEnd;
-        addSegment(busy, {px(t->computeStart), px(waits ? t->computeEnd : t->reduceEnd), bucket});
+        addSegment(busy, {px(t->computeStart),
+                          px(waits ? t->computeEnd : t->reduceEnd), bucket});
         if (waits) {
           addSegment(wait, {px(t->computeEnd), px(t->reduceStart), 0});
           addSegment(busy, {px(t->reduceStart), px(t->reduceEnd), bucket});
@@ -142,7 +156,8 @@ std::string ganttSvg(const std::vector<GanttPanel> &panels) {
         paths[buckets] += box(sgm);
       for (int64_t k = 0; k < buckets; ++k)
         if (!paths[k].empty())
-          body += "<path fill=\"" + colour(k, buckets) + "\" d=\"" + paths[k] + "\"/>\n";
+          body += "<path fill=\"" + colour(k, buckets) + "\" d=\"" + paths[k] +
+                  "\"/>\n";
       if (!paths[buckets].empty())
         body += "<path class=\"w\" d=\"" + paths[buckets] + "\"/>\n";
     }

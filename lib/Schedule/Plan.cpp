@@ -23,8 +23,7 @@ static WorkItem makeItem(const Problem &p, Policy policy, int64_t hb,
   return it;
 }
 
-std::vector<std::vector<WorkItem>> launchList(const Problem &p,
-                                              Policy policy) {
+std::vector<std::vector<WorkItem>> launchList(const Problem &p, Policy policy) {
   policy = resolvePolicy(p, policy);
   std::vector<std::vector<WorkItem>> ctas;
   const int64_t n = p.numKVTiles(), heads = p.numHeadSlots(), g = p.numUnits;
@@ -34,7 +33,8 @@ std::vector<std::vector<WorkItem>> launchList(const Problem &p,
     ctas.reserve(static_cast<size_t>(n * heads));
     for (int64_t hb = 0; hb < heads; ++hb)
       for (int64_t k = 0; k < n; ++k)
-        ctas.push_back({makeItem(p, policy, hb, policy == Policy::Spt ? n - 1 - k : k)});
+        ctas.push_back(
+            {makeItem(p, policy, hb, policy == Policy::Spt ? n - 1 - k : k)});
     return ctas;
   }
   // Persistent: unit u walks items t = u, u+G, ... (tiles for shift, pairs

@@ -11,7 +11,9 @@
 
 namespace dash::sched {
 
-static int64_t ceilDiv(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+static int64_t ceilDiv(int64_t a, int64_t b) {
+  return b > 0 ? (a + b - 1) / b : 0;
+}
 
 // Division rounding toward -inf: causal offsets can be negative.
 static int64_t floorDiv(int64_t a, int64_t b) {
@@ -35,11 +37,10 @@ std::string validate(const Problem &p) {
     const char *name;
     int64_t value;
   };
-  const Field positive[] = {{"batch", p.batch},     {"heads", p.headsQ},
-                            {"heads-kv", p.headsKV}, {"seqlen", p.seqQ},
-                            {"seqlen-k", p.seqK},   {"hdim", p.headDim},
-                            {"block-m", p.blockM},  {"block-n", p.blockN},
-                            {"sms", p.numUnits}};
+  const Field positive[] = {
+      {"batch", p.batch},    {"heads", p.headsQ},   {"heads-kv", p.headsKV},
+      {"seqlen", p.seqQ},    {"seqlen-k", p.seqK},  {"hdim", p.headDim},
+      {"block-m", p.blockM}, {"block-n", p.blockN}, {"sms", p.numUnits}};
   // 2^31 per dimension keeps every product below (products of three such
   // dimensions are formed only after dividing by the block sizes).
   const int64_t kMax = int64_t(1) << 31;

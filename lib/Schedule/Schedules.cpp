@@ -122,8 +122,8 @@ int64_t visitQTile(const Problem &p, Policy policy, int64_t b, int64_t h,
   return -1;
 }
 
-int64_t rankOf(const Problem &p, Policy policy, int64_t b, int64_t h,
-               int64_t j, int64_t q) {
+int64_t rankOf(const Problem &p, Policy policy, int64_t b, int64_t h, int64_t j,
+               int64_t q) {
   policy = resolvePolicy(p, policy);
   if (j < 0 || q < 0 || q >= p.numQTiles() || j > lastCoveringKVTile(p, q))
     return -1;
@@ -244,7 +244,8 @@ Legality checkLegal(const Problem &p, Policy policy) {
       int64_t first = firstCoveredQTile(p, j), len = walkLength(p, j);
       int64_t stamp = j + n * hb;
       for (int64_t step = 0; step < len; ++step) {
-        int64_t q = visitQTile(p, policy, hb / p.headsQ, hb % p.headsQ, j, step);
+        int64_t q =
+            visitQTile(p, policy, hb / p.headsQ, hb % p.headsQ, j, step);
         if (q < first || q >= m || hit[q] == stamp)
           return {false, std::string(policyName(policy)) + ": KV tile " +
                              std::to_string(j) +
@@ -257,11 +258,13 @@ Legality checkLegal(const Problem &p, Policy policy) {
   // spin on one that never gets an SM: decide it by running the model, whose
   // outcome does not depend on c and r.
   if (isPersistent(policy) && p.numSMs() < p.numUnits) {
-    EngineResult res = runEngine(p, policy, launchList(p, policy), p.numSMs(),
-                                 nullptr);
+    EngineResult res =
+        runEngine(p, policy, launchList(p, policy), p.numSMs(), nullptr);
     if (res.deadlock)
-      return {false, std::string(policyName(policy)) + " deadlocks: its rank "
-                         "formulas assume G = " + std::to_string(p.numUnits) +
+      return {false, std::string(policyName(policy)) +
+                         " deadlocks: its rank "
+                         "formulas assume G = " +
+                         std::to_string(p.numUnits) +
                          " co-resident units but only " +
                          std::to_string(p.numSMs()) +
                          " fit; units wait on units of the same wave that "

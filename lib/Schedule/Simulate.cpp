@@ -45,8 +45,9 @@ ModelResult simulate(const Problem &p, Policy policy, Trace *trace) {
     return out;
   out.makespan = run.makespan;
   out.idleFraction =
-      run.makespan > 0 ? 1.0 - run.busy / (run.makespan * static_cast<double>(sms))
-                       : 0.0;
+      run.makespan > 0
+          ? 1.0 - run.busy / (run.makespan * static_cast<double>(sms))
+          : 0.0;
   // The DAG over the simulated SM lanes, evaluated on its own: equal to the
   // makespan unless the event loop is wrong (the gtests check it).
   TaskGraph graph = buildTaskGraph(p, policy, lanesFromRun(ctas, run, sms));
@@ -72,8 +73,8 @@ std::optional<double> closedForm(const Problem &p, Policy policy) {
   const int64_t heads = p.numHeadSlots(), s = stride(p);
   const double t = p.c + p.r;
   // Ascending-like causal geometry: KV tile j covers rows s*j .. M-1.
-  const bool diagonal = p.mask == Mask::Causal && p.seqQ == p.seqK && s > 0 &&
-                        m == n * s;
+  const bool diagonal =
+      p.mask == Mask::Causal && p.seqQ == p.seqK && s > 0 && m == n * s;
   switch (policy) {
   case Policy::Shift:
     // Every tile takes M*(c+r) and ranks follow visit steps: no waits, so

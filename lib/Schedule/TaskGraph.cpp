@@ -21,7 +21,8 @@ TaskGraph buildTaskGraph(const Problem &p, Policy policy,
   for (int64_t q = 0; q < m; ++q)
     prefix[q + 1] = prefix[q] + coveringCount(p, q);
   // bySlot[(row, rank)] = node: the reduce order of each dQ row.
-  std::vector<int64_t> bySlot(static_cast<size_t>(p.numHeadSlots() * prefix[m]), -1);
+  std::vector<int64_t> bySlot(static_cast<size_t>(p.numHeadSlots() * prefix[m]),
+                              -1);
   for (size_t lane = 0; lane < lanes.size(); ++lane) {
     int64_t prev = -1;
     for (const WorkItem &it : lanes[lane])
@@ -39,8 +40,8 @@ TaskGraph buildTaskGraph(const Problem &p, Policy policy,
           return g;
         }
         bySlot[slot] = id;
-        g.nodes.push_back({static_cast<int64_t>(lane), it.b, it.h, it.kvTile,
-                           q, rk, prev, -1});
+        g.nodes.push_back({static_cast<int64_t>(lane), it.b, it.h, it.kvTile, q,
+                           rk, prev, -1});
         prev = id;
       }
   }
@@ -95,7 +96,8 @@ double longestPath(const TaskGraph &g, double c, double r) {
 }
 
 std::string taskGraphDot(const TaskGraph &g, const std::string &title) {
-  std::string out = "digraph \"" + title + "\" {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n";
+  std::string out = "digraph \"" + title +
+                    "\" {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n";
   auto name = [&](char kind, size_t v) {
     return std::string(1, kind) + std::to_string(v);
   };
@@ -106,15 +108,16 @@ std::string taskGraphDot(const TaskGraph &g, const std::string &title) {
       if (lane >= 0)
         out += "  }\n";
       lane = t.lane;
-      out += "  subgraph cluster_sm" + std::to_string(lane) + " {\n    label=\"SM " +
-             std::to_string(lane) + "\";\n";
+      out += "  subgraph cluster_sm" + std::to_string(lane) +
+             " {\n    label=\"SM " + std::to_string(lane) + "\";\n";
     }
     std::string where = "b" + std::to_string(t.b) + " h" + std::to_string(t.h) +
                         " kv" + std::to_string(t.kvTile) + " q" +
                         std::to_string(t.qTile);
     out += "    " + name('C', v) + " [label=\"C " + where + "\"];\n";
     out += "    " + name('R', v) + " [label=\"R " + where + " rank " +
-           std::to_string(t.rank) + "\", style=filled, fillcolor=\"#eeeeee\"];\n";
+           std::to_string(t.rank) +
+           "\", style=filled, fillcolor=\"#eeeeee\"];\n";
     out += "    " + name('C', v) + " -> " + name('R', v) + ";\n";
     if (t.chainPred >= 0)
       out += "    " + name('R', t.chainPred) + " -> " + name('C', v) + ";\n";

@@ -179,11 +179,12 @@ std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
       const char *name;
       int64_t *dst;
     };
-    const IntFlag ints[] = {{"--batch", &p.batch},     {"--heads", &p.headsQ},
-                            {"--heads-kv", &headsKV},  {"--seqlen", &p.seqQ},
-                            {"--seqlen-k", &seqK},     {"--hdim", &p.headDim},
-                            {"--block-m", &blockM},    {"--block-n", &blockN},
-                            {"--sms", &p.numUnits},    {"--resident-sms", &p.residentUnits}};
+    const IntFlag ints[] = {
+        {"--batch", &p.batch},    {"--heads", &p.headsQ},
+        {"--heads-kv", &headsKV}, {"--seqlen", &p.seqQ},
+        {"--seqlen-k", &seqK},    {"--hdim", &p.headDim},
+        {"--block-m", &blockM},   {"--block-n", &blockN},
+        {"--sms", &p.numUnits},   {"--resident-sms", &p.residentUnits}};
     bool matched = false;
     for (const IntFlag &f : ints)
       if (key == f.name) {
@@ -200,7 +201,8 @@ std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
       if (!parseReal(value, dst))
         return key + " expects a number, got '" + value + "'";
       if (key == "--c" ? dst <= 0 : dst < 0)
-        return key + (key == "--c" ? " must be positive" : " must be non-negative") +
+        return key +
+               (key == "--c" ? " must be positive" : " must be non-negative") +
                ", got " + value;
     } else if (key == "--mask") {
       mask = value;
@@ -224,13 +226,15 @@ std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
   p.mask = mask == "full" ? Mask::Full : Mask::Causal;
   if (align != "bottom-right" && align != "top-left")
     return "--align must be bottom-right or top-left, got '" + align + "'";
-  p.align = align == "bottom-right" ? CausalAlign::BottomRight : CausalAlign::TopLeft;
+  p.align =
+      align == "bottom-right" ? CausalAlign::BottomRight : CausalAlign::TopLeft;
   if (p.headDim != 64 && p.headDim != 128)
     return "--hdim " + std::to_string(p.headDim) +
            " is not supported (FA3 backward tiles exist for 64 and 128)";
   // FA3 (dash-tile) tiles: d=64 128x128; d=128 64x128 causal, 80x128 full.
-  p.blockM = blockM ? blockM
-                    : (p.headDim == 64 ? 128 : (p.mask == Mask::Causal ? 64 : 80));
+  p.blockM = blockM
+                 ? blockM
+                 : (p.headDim == 64 ? 128 : (p.mask == Mask::Causal ? 64 : 80));
   p.blockN = blockN ? blockN : 128;
   p.headsKV = headsKV ? headsKV : p.headsQ;
   p.seqK = seqK ? seqK : p.seqQ;
@@ -277,8 +281,9 @@ std::string detailJson(const Problem &p, Policy policy) {
     for (size_t k = 0; k < plan.units[u].size(); ++k) {
       const WorkItem &it = plan.units[u][k];
       s += std::string(k ? "," : "") + "{\"b\":" + std::to_string(it.b) +
-           ",\"h\":" + std::to_string(it.h) + ",\"kv_tile\":" +
-           std::to_string(it.kvTile) + ",\"q_tiles\":" + jsonInts(it.qTiles) + "}";
+           ",\"h\":" + std::to_string(it.h) +
+           ",\"kv_tile\":" + std::to_string(it.kvTile) +
+           ",\"q_tiles\":" + jsonInts(it.qTiles) + "}";
     }
     s += "]";
   }
@@ -288,7 +293,8 @@ std::string detailJson(const Problem &p, Policy policy) {
     for (int64_t h = 0; h < p.headsQ; ++h)
       for (int64_t q = 0; q < p.numQTiles(); ++q) {
         s += std::string(first ? "" : ",") + "{\"b\":" + std::to_string(b) +
-             ",\"h\":" + std::to_string(h) + ",\"q_tile\":" + std::to_string(q) +
+             ",\"h\":" + std::to_string(h) +
+             ",\"q_tile\":" + std::to_string(q) +
              ",\"kv_order\":" + jsonInts(plan.reductionOrder(b, h, q)) + "}";
         first = false;
       }
@@ -344,9 +350,11 @@ int main(int argc, char **argv) {
   }
 
   // Refuse an oversized or illegal DAG before writing anything.
-  Policy dotPolicy = o.policy && *o.policy != Policy::Auto ? *o.policy : choice.policy;
+  Policy dotPolicy =
+      o.policy && *o.policy != Policy::Auto ? *o.policy : choice.policy;
   if (!o.dot.empty() && tasks > kMaxDotTasks)
-    return fail("--dot: " + std::to_string(tasks) + " tasks is too many to draw (limit " +
+    return fail("--dot: " + std::to_string(tasks) +
+                " tasks is too many to draw (limit " +
                 std::to_string(kMaxDotTasks) + "); shrink batch/heads/seqlen");
   if (!o.dot.empty() && !checkLegal(p, dotPolicy).legal)
     return fail(std::string("--dot: ") + policyName(dotPolicy) +
@@ -382,7 +390,8 @@ int main(int argc, char **argv) {
       const Row &row = rows[i];
       s += i ? ",{" : "{";
       s += "\"name\":" + jsonStr(policyName(row.policy));
-      s += ",\"model\":" + jsonStr(isPersistent(row.policy) ? "persistent" : "fa3-launch");
+      s += ",\"model\":" +
+           jsonStr(isPersistent(row.policy) ? "persistent" : "fa3-launch");
       s += std::string(",\"legal\":") + (row.legal.legal ? "true" : "false");
       s += ",\"reason\":" + jsonStr(row.legal.reason);
       if (row.legal.legal) {
@@ -410,15 +419,17 @@ int main(int argc, char **argv) {
               maskName(p.mask));
   if (p.mask == Mask::Causal)
     std::printf(" (%s)", alignName(p.align));
-  std::printf("\ntiles: %lldx%lld -> M=%lld Q tiles, N=%lld KV tiles, %lld tasks\n",
-              (long long)p.blockM, (long long)p.blockN, (long long)p.numQTiles(),
-              (long long)p.numKVTiles(), (long long)tasks);
+  std::printf(
+      "\ntiles: %lldx%lld -> M=%lld Q tiles, N=%lld KV tiles, %lld tasks\n",
+      (long long)p.blockM, (long long)p.blockN, (long long)p.numQTiles(),
+      (long long)p.numKVTiles(), (long long)tasks);
   std::printf("grid: G=%lld SMs", (long long)p.numUnits);
   if (p.numSMs() != p.numUnits)
     std::printf(" (%lld resident)", (long long)p.numSMs());
-  std::printf("; costs per task: c=%s r=%s\n\n", num(p.c).c_str(), num(p.r).c_str());
-  std::printf("  %-16s %-6s %12s %12s %7s  %s\n", "schedule", "legal", "makespan",
-              "crit.path", "idle%", "model");
+  std::printf("; costs per task: c=%s r=%s\n\n", num(p.c).c_str(),
+              num(p.r).c_str());
+  std::printf("  %-16s %-6s %12s %12s %7s  %s\n", "schedule", "legal",
+              "makespan", "crit.path", "idle%", "model");
   for (const Row &row : rows) {
     const char *mark = row.policy == choice.policy ? "*" : " ";
     if (!row.legal.legal) {
@@ -426,14 +437,16 @@ int main(int argc, char **argv) {
                   row.legal.reason.c_str());
       continue;
     }
-    std::printf("%s %-16s %-6s %12s %12s %6.1f%%  %s\n", mark, policyName(row.policy),
-                "yes", num(row.model.makespan).c_str(),
-                num(row.model.criticalPath).c_str(), row.model.idleFraction * 100,
-                modelName(row.policy));
+    std::printf("%s %-16s %-6s %12s %12s %6.1f%%  %s\n", mark,
+                policyName(row.policy), "yes", num(row.model.makespan).c_str(),
+                num(row.model.criticalPath).c_str(),
+                row.model.idleFraction * 100, modelName(row.policy));
   }
   // No schedule beats total work spread evenly over the SMs.
-  double ideal = static_cast<double>(tasks) * (p.c + p.r) / static_cast<double>(p.numSMs());
-  std::printf("\nauto: %s (makespan %s; work/SMs %s)\n", policyName(choice.policy),
-              num(choice.model.makespan).c_str(), num(ideal).c_str());
+  double ideal = static_cast<double>(tasks) * (p.c + p.r) /
+                 static_cast<double>(p.numSMs());
+  std::printf("\nauto: %s (makespan %s; work/SMs %s)\n",
+              policyName(choice.policy), num(choice.model.makespan).c_str(),
+              num(ideal).c_str());
   return 0;
 }

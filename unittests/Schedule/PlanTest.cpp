@@ -39,20 +39,25 @@ TEST(Plan, AgreesWithVisitAndRankFormulas) {
       for (const auto &unit : plan.units)
         for (const WorkItem &it : unit) {
           ASSERT_TRUE(seen.insert({it.b, it.h, it.kvTile}).second);
-          ASSERT_EQ(static_cast<int64_t>(it.qTiles.size()), walkLength(p, it.kvTile));
+          ASSERT_EQ(static_cast<int64_t>(it.qTiles.size()),
+                    walkLength(p, it.kvTile));
           for (size_t s = 0; s < it.qTiles.size(); ++s)
-            ASSERT_EQ(it.qTiles[s], visitQTile(p, policy, it.b, it.h, it.kvTile, s));
+            ASSERT_EQ(it.qTiles[s],
+                      visitQTile(p, policy, it.b, it.h, it.kvTile, s));
           ++items;
         }
-      ASSERT_EQ(static_cast<int64_t>(seen.size()), p.numHeadSlots() * p.numKVTiles());
+      ASSERT_EQ(static_cast<int64_t>(seen.size()),
+                p.numHeadSlots() * p.numKVTiles());
       if (isPersistent(policy))
         for (size_t u = 0; u < plan.units.size(); ++u)
           for (const WorkItem &it : plan.units[u]) {
             int64_t hb = it.h + p.headsQ * it.b, n = p.numKVTiles();
-            int64_t idx = policy == Policy::Shift ? it.kvTile
-                                                  : std::min(it.kvTile, n - 1 - it.kvTile);
+            int64_t idx = policy == Policy::Shift
+                              ? it.kvTile
+                              : std::min(it.kvTile, n - 1 - it.kvTile);
             int64_t perHead = policy == Policy::Shift ? n : n / 2;
-            ASSERT_EQ(wavePosition(idx, perHead, hb, p.numUnits).unit, static_cast<int64_t>(u));
+            ASSERT_EQ(wavePosition(idx, perHead, hb, p.numUnits).unit,
+                      static_cast<int64_t>(u));
           }
       for (int64_t b = 0; b < p.batch; ++b)
         for (int64_t h = 0; h < p.headsQ; ++h)

@@ -18,7 +18,8 @@ namespace {
 // tile j (k <= i + off for causal).
 bool touches(const Problem &p, int64_t j, int64_t q) {
   for (int64_t i = q * p.blockM; i < std::min((q + 1) * p.blockM, p.seqQ); ++i)
-    for (int64_t k = j * p.blockN; k < std::min((j + 1) * p.blockN, p.seqK); ++k)
+    for (int64_t k = j * p.blockN; k < std::min((j + 1) * p.blockN, p.seqK);
+         ++k)
       if (p.mask == Mask::Full || k <= i + p.maskOffset())
         return true;
   return false;

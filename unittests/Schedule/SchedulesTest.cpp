@@ -51,10 +51,14 @@ TEST(WorkedExample, ShiftN4M6) {
   p.blockN = 128;
   p.numUnits = 4;
   ASSERT_TRUE(checkLegal(p, Policy::Shift).legal);
-  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 0), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
-  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 1), (std::vector<int64_t>{1, 2, 3, 4, 5, 0}));
-  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 2), (std::vector<int64_t>{2, 3, 4, 5, 0, 1}));
-  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 3), (std::vector<int64_t>{3, 4, 5, 0, 1, 2}));
+  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 0),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 1),
+            (std::vector<int64_t>{1, 2, 3, 4, 5, 0}));
+  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 2),
+            (std::vector<int64_t>{2, 3, 4, 5, 0, 1}));
+  EXPECT_EQ(walk(p, Policy::Shift, 0, 0, 3),
+            (std::vector<int64_t>{3, 4, 5, 0, 1, 2}));
   // Row 0 receives kv0, kv3, kv2, kv1 (at steps 0, 3, 4, 5).
   EXPECT_EQ(order(p, Policy::Shift, 0), (std::vector<int64_t>{0, 3, 2, 1}));
 }
@@ -67,7 +71,8 @@ TEST(WorkedExample, SymmetricShiftN8) {
   p.blockM = p.blockN = 64;
   p.numUnits = 4;
   ASSERT_TRUE(checkLegal(p, Policy::SymmetricShift).legal);
-  std::vector<std::vector<WorkItem>> units = launchList(p, Policy::SymmetricShift);
+  std::vector<std::vector<WorkItem>> units =
+      launchList(p, Policy::SymmetricShift);
   ASSERT_EQ(units.size(), 4u);
   ASSERT_EQ(units[0].size(), 2u);
   EXPECT_EQ(units[0][0].kvTile, 0);
@@ -120,7 +125,8 @@ TEST(Ranks, PermutationOnEveryRow) {
           for (int64_t j = 0; j < p.numKVTiles(); ++j) {
             std::vector<int64_t> w = walk(p, policy, b, h, j);
             std::sort(w.begin(), w.end());
-            ASSERT_EQ(w, coveredQTiles(p, j)) << policyName(policy) << " j=" << j;
+            ASSERT_EQ(w, coveredQTiles(p, j))
+                << policyName(policy) << " j=" << j;
           }
         }
     }
@@ -165,7 +171,8 @@ TEST(Ranks, ShiftRanksFollowWaveAndStep) {
               return key[x][q] < key[y][q];
             });
             for (size_t r = 0; r < js.size(); ++r, ++checked)
-              ASSERT_EQ(rankOf(p, policy, b, h, js[r], q), static_cast<int64_t>(r))
+              ASSERT_EQ(rankOf(p, policy, b, h, js[r], q),
+                        static_cast<int64_t>(r))
                   << policyName(policy) << " N=" << n << " G=" << p.numUnits
                   << " q=" << q;
           }
@@ -187,21 +194,25 @@ TEST(Legality, ShapeRequirements) {
   EXPECT_TRUE(checkLegal(p, Policy::SymmetricShift).legal);
   Problem odd = p;
   odd.seqQ = odd.seqK = 3 * 128;
-  EXPECT_NE(checkLegal(odd, Policy::SymmetricShift).reason.find("even"), std::string::npos);
+  EXPECT_NE(checkLegal(odd, Policy::SymmetricShift).reason.find("even"),
+            std::string::npos);
   Problem ragged = p;
   ragged.blockM = 80;
-  EXPECT_NE(checkLegal(ragged, Policy::SymmetricShift).reason.find("block-n % block-m"),
+  EXPECT_NE(checkLegal(ragged, Policy::SymmetricShift)
+                .reason.find("block-n % block-m"),
             std::string::npos);
   Problem rect = p;
   rect.seqK = 2048;
-  EXPECT_NE(checkLegal(rect, Policy::SymmetricShift).reason.find("seqlen == seqlen-k"),
+  EXPECT_NE(checkLegal(rect, Policy::SymmetricShift)
+                .reason.find("seqlen == seqlen-k"),
             std::string::npos);
   EXPECT_TRUE(checkLegal(rect, Policy::Spt).legal);
   Problem wide;
   wide.seqQ = 64; // M = 1 < R = 8
   wide.seqK = 1024;
   wide.numUnits = 132;
-  EXPECT_NE(checkLegal(wide, Policy::Shift).reason.find("M >= "), std::string::npos);
+  EXPECT_NE(checkLegal(wide, Policy::Shift).reason.find("M >= "),
+            std::string::npos);
   Problem invalid;
   EXPECT_FALSE(checkLegal(invalid, Policy::Ascending).legal);
 }

@@ -53,14 +53,16 @@ TEST(WorkedExample, SptDescendingAscending) {
 TEST(WorkedExample, SectionThreeClosedForms) {
   Problem p = workedExample();
   EXPECT_DOUBLE_EQ(*closedForm(p, Policy::Ascending), 4 * 8 * 1.25 + 7 * 0.25);
-  EXPECT_DOUBLE_EQ(*closedForm(p, Policy::Descending), 4 * 9 * 1.25 / 2 + 7 * 0.25);
+  EXPECT_DOUBLE_EQ(*closedForm(p, Policy::Descending),
+                   4 * 9 * 1.25 / 2 + 7 * 0.25);
   EXPECT_DOUBLE_EQ(*closedForm(p, Policy::SymmetricShift), 4 * 9 * 1.25 / 2);
   EXPECT_FALSE(closedForm(p, Policy::Spt).has_value());
   Problem full = p;
   full.mask = Mask::Full;
   EXPECT_DOUBLE_EQ(*closedForm(full, Policy::Shift), 4 * 8 * 1.25);
   EXPECT_DOUBLE_EQ(simulate(full, Policy::Shift).makespan, 4 * 8 * 1.25);
-  EXPECT_DOUBLE_EQ(simulate(full, Policy::Ascending).makespan, 4 * 8 * 1.25 + 7 * 0.25);
+  EXPECT_DOUBLE_EQ(simulate(full, Policy::Ascending).makespan,
+                   4 * 8 * 1.25 + 7 * 0.25);
 }
 
 // The property the brief asks for: closed form == DAG longest path ==
@@ -93,16 +95,18 @@ TEST(Model, ClosedFormEqualsLongestPathEqualsSimulation) {
       ASSERT_FALSE(m.deadlock) << policyName(policy);
       ASSERT_TRUE(std::isfinite(m.makespan)) << m.note;
       ASSERT_TRUE(near(m.makespan, m.criticalPath))
-          << policyName(policy) << " sim " << m.makespan << " dag " << m.criticalPath;
+          << policyName(policy) << " sim " << m.makespan << " dag "
+          << m.criticalPath;
       ASSERT_GE(m.makespan + 1e-9, m.workBound);
       ++simulated;
       if (std::optional<double> cf = closedForm(p, policy)) {
         ++withClosedForm;
         ASSERT_TRUE(near(*cf, m.makespan))
-            << policyName(policy) << " N=" << p.numKVTiles() << " M=" << p.numQTiles()
-            << " heads=" << p.numHeadSlots() << " G=" << p.numUnits << " r=" << p.r
-            << " mask=" << maskName(p.mask) << " sq=" << p.seqQ << " sk=" << p.seqK
-            << " bm=" << p.blockM << " bn=" << p.blockN
+            << policyName(policy) << " N=" << p.numKVTiles()
+            << " M=" << p.numQTiles() << " heads=" << p.numHeadSlots()
+            << " G=" << p.numUnits << " r=" << p.r
+            << " mask=" << maskName(p.mask) << " sq=" << p.seqQ
+            << " sk=" << p.seqK << " bm=" << p.blockM << " bn=" << p.blockN
             << ": closed form " << *cf << " vs " << m.makespan;
       }
     }
@@ -143,7 +147,8 @@ TEST(Deadlock, ShiftNeedsItsWaveCoResident) {
           continue;
         p.residentUnits = resident;
         ModelResult m = simulate(p, policy);
-        EXPECT_TRUE(m.deadlock) << policyName(policy) << " n=" << n << " resident=" << resident;
+        EXPECT_TRUE(m.deadlock)
+            << policyName(policy) << " n=" << n << " resident=" << resident;
         EXPECT_TRUE(std::isinf(m.makespan));
         Legality l = checkLegal(p, policy);
         EXPECT_FALSE(l.legal);
@@ -224,7 +229,9 @@ TEST(Simulation, PaperScaleIsFast) {
     ModelResult m = simulate(p, policy);
     EXPECT_TRUE(std::isfinite(m.makespan));
   }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_LT(secs, 20.0); // ~0.5 s in Release; guards against quadratic loops
 }
 

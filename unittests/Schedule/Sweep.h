@@ -25,7 +25,8 @@ struct Rng {
     return s;
   }
   int64_t in(int64_t lo, int64_t hi) { // inclusive
-    return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
+    return lo +
+           static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
   }
 };
 
@@ -41,7 +42,8 @@ inline std::vector<Problem> randomProblems(int count, uint64_t seed) {
     p.blockN = p.blockM * rng.in(1, 3);
     if (rng.in(0, 3) == 0)
       p.blockN = rng.in(1, 8); // not a multiple of blockM
-    p.seqK = rng.in(1, 12) * p.blockN - (rng.in(0, 2) == 0 ? rng.in(0, p.blockN - 1) : 0);
+    p.seqK = rng.in(1, 12) * p.blockN -
+             (rng.in(0, 2) == 0 ? rng.in(0, p.blockN - 1) : 0);
     p.seqQ = rng.in(0, 2) == 0 ? p.seqK : rng.in(1, 12 * p.blockM);
     p.mask = rng.in(0, 1) ? Mask::Causal : Mask::Full;
     p.align = rng.in(0, 1) ? CausalAlign::TopLeft : CausalAlign::BottomRight;
@@ -50,10 +52,18 @@ inline std::vector<Problem> randomProblems(int count, uint64_t seed) {
     p.headsQ = p.headsKV * rng.in(1, 2);
     int64_t n = p.numKVTiles();
     switch (rng.in(0, 3)) {
-    case 0: p.numUnits = n; break;
-    case 1: p.numUnits = rng.in(1, 4); break;
-    case 2: p.numUnits = n * rng.in(1, 4) + rng.in(0, 3); break;
-    default: p.numUnits = rng.in(1, 40); break;
+    case 0:
+      p.numUnits = n;
+      break;
+    case 1:
+      p.numUnits = rng.in(1, 4);
+      break;
+    case 2:
+      p.numUnits = n * rng.in(1, 4) + rng.in(0, 3);
+      break;
+    default:
+      p.numUnits = rng.in(1, 40);
+      break;
     }
     const double *cr = costs[rng.in(0, 4)];
     p.c = cr[0];

@@ -25,7 +25,7 @@ enum class Mask { Full, Causal };
 /// (BottomRight, FlashAttention) or 0 (TopLeft, PyTorch SDPA is_causal).
 enum class CausalAlign { BottomRight, TopLeft };
 
-const char *maskName(Mask);        // "full", "causal"
+const char *maskName(Mask);         // "full", "causal"
 const char *alignName(CausalAlign); // "bottom-right", "top-left"
 
 struct Problem {
@@ -44,7 +44,9 @@ struct Problem {
 
   int64_t numQTiles() const;  // M = ceil(seqQ / blockM)
   int64_t numKVTiles() const; // N = ceil(seqK / blockN)
-  int64_t numSMs() const { return residentUnits > 0 ? residentUnits : numUnits; }
+  int64_t numSMs() const {
+    return residentUnits > 0 ? residentUnits : numUnits;
+  }
   /// Work units are per Q head (dQ rows are per Q head); GQA shares K/V only.
   int64_t numHeadSlots() const { return batch * headsQ; }
   /// Causal offset: off = sk - sq (bottom-right) or 0 (top-left).

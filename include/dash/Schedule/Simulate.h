@@ -36,14 +36,15 @@ struct ModelResult {
 /// One task as it ran in the simulation.
 struct TaskSpan {
   int64_t lane, cta, b, h, kvTile, qTile, rank;
-  double computeStart, computeEnd, reduceStart, reduceEnd; // wait = [cEnd, rStart)
+  double computeStart, computeEnd, reduceStart,
+      reduceEnd; // wait = [cEnd, rStart)
 };
 
 struct Trace {
-  int64_t lanes = 0;               // SMs
-  std::vector<TaskSpan> tasks;     // in launch-list order
-  std::vector<int64_t> ctaLane;    // SM of each CTA (-1: never dispatched)
-  std::vector<int64_t> laneOrder;  // CTAs in dispatch order
+  int64_t lanes = 0;              // SMs
+  std::vector<TaskSpan> tasks;    // in launch-list order
+  std::vector<int64_t> ctaLane;   // SM of each CTA (-1: never dispatched)
+  std::vector<int64_t> laneOrder; // CTAs in dispatch order
   int64_t events = 0;
 };
 

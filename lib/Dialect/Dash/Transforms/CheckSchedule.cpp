@@ -22,6 +22,7 @@ namespace sched = ::dash::sched;
 namespace {
 struct DashCheckSchedulePass
     : mlir::dash::impl::DashCheckScheduleBase<DashCheckSchedulePass> {
+  using Base::Base;
   void runOnOperation() override {
     WalkResult result = getOperation()->walk([&](ScheduledAttentionBwdOp op) {
       return succeeded(check(op)) ? WalkResult::advance()
@@ -69,8 +70,42 @@ struct DashCheckSchedulePass
                      << ", lib/Schedule says " << wantRank;
             ++tasks;
           }
+    if (printOrder && failed(printUnits(op)))
+      return failure();
     op.emitRemark() << "schedule '" << stringifyPolicy(schedule.getPolicy())
                     << "' matches lib/Schedule on " << tasks << " tasks";
+    return success();
+  }
+
+  /// One remark per unit: "unit 0: (b0 h0 kv3) q3:r0 q0:r1 ..." in the
+  /// order the unit executes them, evaluated from the IR alone.
+  LogicalResult printUnits(ScheduledAttentionBwdOp op) {
+    std::string err;
+    SmallVector<int64_t, 4> out;
+    auto eval = [&](Region &r, ArrayRef<int64_t> args) {
+      return evaluateScheduleRegion(r, args, out, err);
+    };
+    for (int64_t unit = 0; unit < op.getSchedule().getNumUnits(); ++unit) {
+      if (!eval(op.getItems(), {unit}))
+        return op.emitError() << err;
+      std::string line = "unit " + std::to_string(unit) + ":";
+      for (int64_t item = 0, e = out[0]; item < e; ++item) {
+        if (!eval(op.getWork(), {unit, item}))
+          return op.emitError() << err;
+        int64_t b = out[0], h = out[1], kv = out[2], len = out[3];
+        line += " (b" + std::to_string(b) + " h" + std::to_string(h) + " kv" +
+                std::to_string(kv) + ")";
+        for (int64_t step = 0; step < len; ++step) {
+          if (!eval(op.getVisit(), {b, h, kv, step}))
+            return op.emitError() << err;
+          int64_t q = out[0];
+          if (!eval(op.getRank(), {b, h, kv, q}))
+            return op.emitError() << err;
+          line += " q" + std::to_string(q) + ":r" + std::to_string(out[0]);
+        }
+      }
+      op.emitRemark() << line;
+    }
     return success();
   }
 };

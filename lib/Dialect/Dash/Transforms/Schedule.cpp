@@ -9,6 +9,7 @@
 #include "dash/Dialect/Dash/IR/ScheduleProblem.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace mlir::dash {
 #define GEN_PASS_DEF_DASHSCHEDULE
@@ -35,9 +36,12 @@ struct DashSchedulePass
     }
     if (numUnits < 1 || !(computeCost > 0) || !std::isfinite(computeCost) ||
         !(reduceCost >= 0) || !std::isfinite(reduceCost)) {
+      char buf[128];
+      std::snprintf(buf, sizeof(buf), "%lld, %g, %g", (long long)numUnits,
+                    (double)computeCost, (double)reduceCost);
       getOperation()->emitError()
           << "dash-schedule: need num-units >= 1, c > 0 and r >= 0 (got "
-          << numUnits << ", " << computeCost << ", " << reduceCost << ")";
+          << buf << ")";
       return signalPassFailure();
     }
     WalkResult result = getOperation()->walk([&](AttentionBwdOp op) {

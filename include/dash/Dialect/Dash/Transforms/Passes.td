@@ -85,8 +85,14 @@ def DashCheckSchedule : Pass<"dash-check-schedule"> {
     Evaluates the regions of every dash.scheduled_attention_bwd and compares
     each visit and rank with lib/Schedule's visitQTile / rankOf (the code the
     runtime and dash-sched use). Emits a remark with the number of tasks that
-    matched, or an error at the first difference.
+    matched, or an error at the first difference. With `print-order` it also
+    remarks, per unit, the work items it runs and the Q tiles each visits
+    (with their ranks) in execution order: the loop order, readable.
   }];
+  let options = [
+    Option<"printOrder", "print-order", "bool", /*default=*/"false",
+           "remark the evaluated visit order and ranks per unit">,
+  ];
 }
 
 #endif // DASH_DIALECT_DASH_TRANSFORMS_PASSES_TD
