@@ -19,7 +19,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [os.path.join(config.dash_obj_root, "bin"), config.llvm_tools_dir]
 tools = [
     ToolSubst("dash-opt", unresolved="fatal"),
-    ToolSubst("dash-sched", unresolved="ignore"),
+    ToolSubst("dash-sched", unresolved="fatal"),
     ToolSubst("mlir-runner", unresolved="ignore"),
     ToolSubst("mlir-opt", unresolved="ignore"),
 ]

@@ -139,8 +139,11 @@ public:
       err = "pipeline failed: " + diag;
       return false;
     }
+    // function_ref: the transformer must outlive create().
+    std::function<llvm::Error(llvm::Module *)> optimize =
+        mlir::makeOptimizingTransformer(2, 0, nullptr);
     mlir::ExecutionEngineOptions opts;
-    opts.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
+    opts.transformer = optimize;
     auto engine = mlir::ExecutionEngine::create(*module, opts);
     if (!engine) {
       err = "JIT failed: " + llvm::toString(engine.takeError());

@@ -36,8 +36,8 @@ struct ModelResult {
 /// One task as it ran in the simulation.
 struct TaskSpan {
   int64_t lane, cta, b, h, kvTile, qTile, rank;
-  double computeStart, computeEnd, reduceStart,
-      reduceEnd; // wait = [cEnd, rStart)
+  // Waiting on the dQ semaphore is [computeEnd, reduceStart).
+  double computeStart, computeEnd, reduceStart, reduceEnd;
 };
 
 struct Trace {
