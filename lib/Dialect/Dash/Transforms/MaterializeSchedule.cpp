@@ -10,7 +10,9 @@
 #include "dash/Dialect/Dash/IR/ScheduleProblem.h"
 #include "dash/Dialect/Dash/Transforms/Passes.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::dash {
 #define GEN_PASS_DEF_DASHMATERIALIZESCHEDULE
@@ -60,74 +62,81 @@ struct IndexMath {
   }
 };
 
-/// One region builder per formula; `p` holds the static sizes.
+/// Static facts of the problem; the sizes are Values (constants when the
+/// shapes are static, `memref.dim` / `dash.num_units` when they are not).
+struct ScheduleShape {
+  Policy policy;
+  int64_t blockM, blockN;
+  Mask mask;
+  CausalAlign align;
+  int64_t staticUnits; // 0: G is a run-time value (dash.num_units)
+};
+
+/// One region builder per formula.
 class ScheduleEmitter {
 public:
-  ScheduleEmitter(const sched::Problem &p, Policy policy)
-      : p(p), policy(policy), n(p.numKVTiles()), m(p.numQTiles()),
-        g(p.numUnits) {}
-
-  /// Work items per head: KV tiles, or (long, short) pairs for
-  /// symmetric-shift, which run as two consecutive items of one unit.
-  int64_t perHead() const {
-    return policy == Policy::SymmetricShift ? n / 2 : n;
-  }
-  int64_t itemsPerSlot() const {
-    return policy == Policy::SymmetricShift ? 2 : 1;
-  }
+  ScheduleEmitter(const ScheduleShape &shape, ScheduledAttentionBwdOp op)
+      : shape(shape), policy(shape.policy), op(op) {}
 
   // items(unit) = ceil((T - unit) / G) launch slots, T = B*H*perHead.
   void items(IndexMath &x, Value unit) {
-    int64_t total = p.numHeadSlots() * perHead();
-    Value slots = x.floorDiv(x.sub(x.c(total + g - 1), unit), x.c(g));
+    Sizes z = sizes(x);
+    Value total = x.mul(x.mul(z.B, z.H), perHead(x, z));
+    Value slots = x.floorDiv(x.sub(x.add(total, x.sub(z.G, x.c(1))), unit), z.G);
     yield(x, {itemsPerSlot() == 1 ? slots : x.mul(slots, x.c(itemsPerSlot()))});
   }
 
   // work(unit, item) = (b, h, kv, walk length); launch slot t = unit + k*G.
   void work(IndexMath &x, Value unit, Value item) {
+    Sizes z = sizes(x);
     Value slot = item, second;
     if (policy == Policy::SymmetricShift) {
       slot = x.floorDiv(item, x.c(2));
       second = x.mod(item, x.c(2)); // 0: long tile p, 1: short tile N-1-p
     }
-    Value t = x.add(unit, x.mul(slot, x.c(g)));
-    Value hb = x.floorDiv(t, x.c(perHead()));
-    Value idx = x.mod(t, x.c(perHead()));
-    Value b = x.floorDiv(hb, x.c(p.headsQ));
-    Value h = x.mod(hb, x.c(p.headsQ));
+    Value per = perHead(x, z);
+    Value t = x.add(unit, x.mul(slot, z.G));
+    Value hb = x.floorDiv(t, per);
+    Value idx = x.mod(t, per);
+    Value b = x.floorDiv(hb, z.H);
+    Value h = x.mod(hb, z.H);
     Value kv = idx;
+    Value last = x.sub(z.N, x.c(1));
     if (policy == Policy::Spt) // shortest walk first: j = N-1 down to 0
-      kv = x.sub(x.c(n - 1), idx);
+      kv = x.sub(last, idx);
     if (policy == Policy::SymmetricShift)
-      kv = x.select(x.lt(second, x.c(1)), idx, x.sub(x.c(n - 1), idx));
-    Value len = x.sub(x.c(m), firstCovered(x, kv));
+      kv = x.select(x.lt(second, x.c(1)), idx, x.sub(last, idx));
+    Value len = x.sub(z.M, firstCovered(x, z, kv));
     yield(x, {b, h, kv, len});
   }
 
   // visit(b, h, kv, step) = Q tile.
   void visit(IndexMath &x, Value b, Value h, Value kv, Value step) {
+    Sizes z = sizes(x);
+    Value lastQ = x.sub(z.M, x.c(1));
     switch (policy) {
     case Policy::Ascending:
     case Policy::Spt:
-      return yield(x, {x.add(firstCovered(x, kv), step)});
+      return yield(x, {x.add(firstCovered(x, z, kv), step)});
     case Policy::Descending:
-      return yield(x, {x.sub(x.c(m - 1), step)});
+      return yield(x, {x.sub(lastQ, step)});
     case Policy::Shift: {
-      Wave w = wave(x, kv, b, h, n);
-      return yield(x, {x.mod(x.add(x.sub(kv, w.F), step), x.c(m))});
+      Wave w = wave(x, z, kv, b, h, z.N);
+      return yield(x, {x.mod(x.add(x.sub(kv, w.F), step), z.M)});
     }
     case Policy::SymmetricShift: {
-      int64_t s = p.blockN / p.blockM;
-      Value isLong = x.lt(kv, x.c(n / 2));
-      Value pair = x.select(isLong, kv, x.sub(x.c(n - 1), kv));
-      Wave w = wave(x, pair, b, h, n / 2);
+      Value s = x.c(shape.blockN / shape.blockM);
+      Value half = x.floorDiv(z.N, x.c(2));
+      Value isLong = x.lt(kv, half);
+      Value pair = x.select(isLong, kv, x.sub(x.sub(z.N, x.c(1)), kv));
+      Wave w = wave(x, z, pair, b, h, half);
       Value i = x.sub(pair, w.F);
-      Value rs = x.mul(x.c(s), x.sub(x.add(w.F, w.R), x.c(1)));
-      Value rect = x.sub(x.c(m), rs);
+      Value rs = x.mul(s, x.sub(x.add(w.F, w.R), x.c(1)));
+      Value rect = x.sub(z.M, rs);
       Value inRect = x.add(rs, x.mod(x.add(i, step), rect));
-      Value inTri = x.add(x.mul(x.c(s), pair), x.sub(step, rect));
+      Value inTri = x.add(x.mul(s, pair), x.sub(step, rect));
       Value longQ = x.select(x.lt(step, rect), inRect, inTri);
-      Value shortQ = x.sub(x.c(m - 1), step);
+      Value shortQ = x.sub(lastQ, step);
       return yield(x, {x.select(isLong, longQ, shortQ)});
     }
     case Policy::Auto:
@@ -138,33 +147,36 @@ public:
 
   // rank(b, h, kv, q) = position of kv in dQ row q's reduction order.
   void rank(IndexMath &x, Value b, Value h, Value kv, Value q) {
+    Sizes z = sizes(x);
     switch (policy) {
     case Policy::Ascending:
     case Policy::Descending:
       return yield(x, {kv});
     case Policy::Spt: // diagonal first: covering(q) - 1 - j
-      return yield(x, {x.sub(lastCovering(x, q), kv)});
+      return yield(x, {x.sub(lastCovering(x, z, q), kv)});
     case Policy::Shift: {
-      Wave w = wave(x, kv, b, h, n);
+      Wave w = wave(x, z, kv, b, h, z.N);
       Value a = x.sub(kv, w.F);
       Value off = x.sub(x.min(q, x.sub(w.R, x.c(1))), a);
       return yield(x, {x.add(w.F, x.mod(off, w.R))});
     }
     case Policy::SymmetricShift: {
-      int64_t s = p.blockN / p.blockM;
-      Value isLong = x.lt(kv, x.c(n / 2));
-      Value pair = x.select(isLong, kv, x.sub(x.c(n - 1), kv));
-      Wave w = wave(x, pair, b, h, n / 2);
+      Value s = x.c(shape.blockN / shape.blockM);
+      Value half = x.floorDiv(z.N, x.c(2));
+      Value isLong = x.lt(kv, half);
+      Value pair = x.select(isLong, kv, x.sub(x.sub(z.N, x.c(1)), kv));
+      Wave w = wave(x, z, pair, b, h, half);
       Value i = x.sub(pair, w.F);
       // Adds from earlier waves: all F long tiles, plus the short tiles
       // N-1-p' (p' < F) that reach row q.
-      Value fromShort = x.sub(w.F, x.floorDiv(x.sub(x.c(m - 1), q), x.c(s)));
+      Value fromShort =
+          x.sub(w.F, x.floorDiv(x.sub(x.sub(z.M, x.c(1)), q), s));
       Value e = x.add(w.F, x.max(x.c(0), fromShort));
       Value shortRank = x.add(e, x.add(w.R, x.sub(x.sub(w.R, x.c(1)), i)));
-      Value rs = x.mul(x.c(s), x.sub(x.add(w.F, w.R), x.c(1)));
+      Value rs = x.mul(s, x.sub(x.add(w.F, w.R), x.c(1)));
       Value rectOff = x.sub(x.min(x.sub(q, rs), x.sub(w.R, x.c(1))), i);
       Value rectRank = x.add(e, x.mod(rectOff, w.R));
-      Value triRank = x.add(e, x.sub(x.floorDiv(q, x.c(s)), pair));
+      Value triRank = x.add(e, x.sub(x.floorDiv(q, s), pair));
       Value longRank = x.select(x.lt(q, rs), triRank, rectRank);
       return yield(x, {x.select(isLong, longRank, shortRank)});
     }
@@ -175,42 +187,76 @@ public:
   }
 
 private:
+  struct Sizes {
+    Value B, H, Sq, Sk, G, N, M, off;
+  };
   struct Wave {
     Value F, R; // this head's items in earlier waves / in this wave
   };
 
+  int64_t itemsPerSlot() const {
+    return policy == Policy::SymmetricShift ? 2 : 1;
+  }
+  /// Work items per head: KV tiles, or (long, short) pairs for
+  /// symmetric-shift, which run as two consecutive items of one unit.
+  Value perHead(IndexMath &x, const Sizes &z) {
+    return policy == Policy::SymmetricShift ? x.floorDiv(z.N, x.c(2)) : z.N;
+  }
+
+  /// The problem sizes inside the region being built (folded to constants
+  /// when static).
+  Sizes sizes(IndexMath &x) {
+    auto dim = [&](Value memref, int64_t i) {
+      return x.b.createOrFold<memref::DimOp>(x.loc, memref, i);
+    };
+    Sizes z;
+    z.B = dim(op.getQ(), 0);
+    z.Sq = dim(op.getQ(), 1);
+    z.H = dim(op.getQ(), 2);
+    z.Sk = dim(op.getK(), 1);
+    z.G = shape.staticUnits ? x.c(shape.staticUnits)
+                            : NumUnitsOp::create(x.b, x.loc, x.b.getIndexType()).getResult();
+    z.N = x.floorDiv(x.add(z.Sk, x.c(shape.blockN - 1)), x.c(shape.blockN));
+    z.M = x.floorDiv(x.add(z.Sq, x.c(shape.blockM - 1)), x.c(shape.blockM));
+    z.off = shape.align == CausalAlign::BottomRight ? x.sub(z.Sk, z.Sq)
+                                                    : x.c(0);
+    return z;
+  }
+
   /// Wave accounting of item `idx` of head slot (b, h) with `per` items per
   /// head in a persistent grid of G units (lib/Schedule wavePosition).
-  Wave wave(IndexMath &x, Value idx, Value b, Value h, int64_t per) {
-    Value hb = x.add(h, x.mul(x.c(p.headsQ), b));
-    Value headStart = x.mul(x.c(per), hb);
+  Wave wave(IndexMath &x, const Sizes &z, Value idx, Value b, Value h,
+            Value per) {
+    Value hb = x.add(h, x.mul(z.H, b));
+    Value headStart = x.mul(per, hb);
     Value t = x.add(idx, headStart);
-    Value waveStart = x.mul(x.floorDiv(t, x.c(g)), x.c(g));
+    Value waveStart = x.mul(x.floorDiv(t, z.G), z.G);
     Value F = x.max(x.c(0), x.sub(waveStart, headStart));
-    Value R = x.sub(x.min(x.add(headStart, x.c(per)), x.add(waveStart, x.c(g))),
+    Value R = x.sub(x.min(x.add(headStart, per), x.add(waveStart, z.G)),
                     x.max(headStart, waveStart));
     return {F, R};
   }
 
   /// First Q tile KV tile `kv` touches (M if none); causal query i sees key j
   /// iff j <= i + off.
-  Value firstCovered(IndexMath &x, Value kv) {
-    if (p.mask == sched::Mask::Full)
+  Value firstCovered(IndexMath &x, const Sizes &z, Value kv) {
+    if (shape.mask == Mask::Full)
       return x.c(0);
     // First query that sees the tile's first key: i = kv*bn - off.
-    Value row = x.sub(x.mul(kv, x.c(p.blockN)), x.c(p.maskOffset()));
-    Value tile = x.max(x.c(0), x.floorDiv(row, x.c(p.blockM)));
-    return x.select(x.lt(row, x.c(p.seqQ)), tile, x.c(m));
+    Value row = x.sub(x.mul(kv, x.c(shape.blockN)), z.off);
+    Value tile = x.max(x.c(0), x.floorDiv(row, x.c(shape.blockM)));
+    return x.select(x.lt(row, z.Sq), tile, z.M);
   }
 
   /// Last KV tile covering Q tile q (-1 if none); covering(q) = this + 1.
-  Value lastCovering(IndexMath &x, Value q) {
-    if (p.mask == sched::Mask::Full)
-      return x.c(n - 1);
-    Value lastQuery = x.sub(
-        x.min(x.mul(x.add(q, x.c(1)), x.c(p.blockM)), x.c(p.seqQ)), x.c(1));
-    Value lastKey = x.add(lastQuery, x.c(p.maskOffset()));
-    Value tile = x.min(x.c(n - 1), x.floorDiv(lastKey, x.c(p.blockN)));
+  Value lastCovering(IndexMath &x, const Sizes &z, Value q) {
+    Value lastKV = x.sub(z.N, x.c(1));
+    if (shape.mask == Mask::Full)
+      return lastKV;
+    Value lastQuery =
+        x.sub(x.min(x.mul(x.add(q, x.c(1)), x.c(shape.blockM)), z.Sq), x.c(1));
+    Value lastKey = x.add(lastQuery, z.off);
+    Value tile = x.min(lastKV, x.floorDiv(lastKey, x.c(shape.blockN)));
     return x.select(x.lt(lastKey, x.c(0)), x.c(-1), tile);
   }
 
@@ -218,9 +264,9 @@ private:
     YieldOp::create(x.b, x.loc, values);
   }
 
-  const sched::Problem &p;
+  ScheduleShape shape;
   Policy policy;
-  int64_t n, m, g;
+  ScheduledAttentionBwdOp op;
 };
 
 struct DashMaterializeSchedulePass
@@ -242,20 +288,23 @@ struct DashMaterializeSchedulePass
     if (!op.getTilingAttr() || !schedule)
       return op.emitOpError() << "needs #dash.tiling and #dash.schedule; run "
                                  "--dash-tile --dash-schedule first";
+    if (schedule.getPolicy() == Policy::Auto)
+      return op.emitOpError()
+             << "schedule policy is still 'auto' (dynamic shapes): pick a "
+                "policy, or compile one kernel per policy and let the runtime "
+                "choose";
+    // Static shapes: prove the choice legal now. Dynamic: the runtime does
+    // it at launch with the same library.
     std::optional<sched::Problem> problem =
         getScheduleProblem(op, schedule.getNumUnits(), 1.0, 0.0);
-    if (!problem)
-      return op.emitOpError() << "materialisation needs static B, S_q, S_k, "
-                                 "H_q and H_kv; with dynamic shapes the "
-                                 "runtime evaluates the schedule";
-    if (schedule.getPolicy() == Policy::Auto)
-      return op.emitOpError() << "schedule policy is still 'auto'";
-    sched::Legality legal =
-        sched::checkLegal(*problem, toSchedPolicy(schedule.getPolicy()));
-    if (!legal.legal)
-      return op.emitOpError() << "schedule '"
-                              << stringifyPolicy(schedule.getPolicy())
-                              << "' is illegal here: " << legal.reason;
+    if (problem) {
+      sched::Legality legal =
+          sched::checkLegal(*problem, toSchedPolicy(schedule.getPolicy()));
+      if (!legal.legal)
+        return op.emitOpError() << "schedule '"
+                                << stringifyPolicy(schedule.getPolicy())
+                                << "' is illegal here: " << legal.reason;
+    }
 
     OpBuilder b(op);
     Location loc = op.getLoc();
@@ -265,7 +314,13 @@ struct DashMaterializeSchedulePass
         op.getMaskAttr(), op.getAlignAttr(), op.getScaleAttr(),
         op.getDeterministicAttr(), op.getTilingAttr(), schedule);
 
-    ScheduleEmitter emitter(*problem, schedule.getPolicy());
+    // G is a constant only when the whole problem is static (the CPU path,
+    // and kernels compiled for one shape); otherwise the launch decides it.
+    ScheduleShape shape{schedule.getPolicy(), op.getTilingAttr().getBlockM(),
+                        op.getTilingAttr().getBlockN(), op.getMask(),
+                        op.getEffectiveAlign(),
+                        problem ? schedule.getNumUnits() : 0};
+    ScheduleEmitter emitter(shape, newOp);
     Type idx = b.getIndexType();
     auto build = [&](Region &region, unsigned numArgs, auto body) {
       Block *block = b.createBlock(&region);
@@ -288,6 +343,17 @@ struct DashMaterializeSchedulePass
       emitter.rank(x, a[0], a[1], a[2], a[3]);
     });
     op.erase();
+    // Fold and drop what a formula did not use, and keep one copy of each
+    // constant at the top of its region: the regions should read like the
+    // formulas.
+    RewritePatternSet patterns(newOp.getContext());
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    // No constant CSE: it would hoist constants out of the regions, which
+    // must stay self-contained (the GPU lowering clones them into kernels).
+    GreedyRewriteConfig config;
+    config.enableConstantCSE(false);
+    for (Region &region : newOp->getRegions())
+      (void)applyPatternsGreedily(region, frozen, config);
     return success();
   }
 };

@@ -112,6 +112,19 @@ def Dash_YieldOp : Dash_Op<"yield", [Pure, Terminator,
   let assemblyFormat = "$values attr-dict";
 }
 
+def Dash_NumUnitsOp : Dash_Op<"num_units", [Pure]> {
+  let summary = "The number of persistent units G the kernels run with.";
+  let description = [{
+    The grid size of the persistent main kernel, known only at launch when the
+    runtime sizes the grid from the occupancy query. Schedule regions use it
+    for the wave accounting of shift schedules, so the formulas and the grid
+    can never disagree. The GPU lowering reads `gridDim.x`; the CPU lowering
+    uses the `num_units` of the `#dash.schedule`.
+  }];
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 def Dash_ScheduledAttentionBwdOp : Dash_Op<"scheduled_attention_bwd",
     [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
      RecursiveMemoryEffects]> {

@@ -4,6 +4,7 @@
 #define DASH_DIALECT_DASH_TRANSFORMS_PASSES_H
 
 #include "dash/Dialect/Dash/IR/Dash.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::dash {

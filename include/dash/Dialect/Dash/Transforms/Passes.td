@@ -73,10 +73,14 @@ def DashMaterializeSchedule : Pass<"dash-materialize-schedule"> {
     each dQ reduction. The formulas are those of lib/Schedule
     (docs/Scheduling.md); lit tests CHECK them per policy, and the verifier
     of the materialised op evaluates them to prove the ranks a permutation.
-    Needs static B, S and H and a concrete policy (run dash-schedule).
+    Sizes come from `memref.dim` of the operands (constants when static) and
+    the unit count G from `dash.num_units` (the constant of `#dash.schedule`
+    when the whole problem is static), so one kernel serves every shape.
+    Needs a concrete policy (run dash-schedule).
   }];
   let dependentDialects = ["::mlir::dash::DashDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def DashCheckSchedule : Pass<"dash-check-schedule"> {

@@ -1,0 +1,87 @@
+//===- Manifest.h - Kernel manifests written by the AOT step ----*- C++ -*-===//
+//
+// Part of the DASH project. Plain C++17, no MLIR, no CUDA.
+//
+//===----------------------------------------------------------------------===//
+//
+// One manifest per cubin: the configuration it was specialised for and the
+// kernel parameter list, which is the single source of truth for how the
+// runtime packs arguments (docs/Runtime.md, "Kernel ABI").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DASH_RUNTIME_MANIFEST_H
+#define DASH_RUNTIME_MANIFEST_H
+
+#include "dash/Schedule/Policy.h"
+#include "dash/Schedule/Problem.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dash::rt {
+
+/// What a kernel parameter is bound to. The manifest names them; the names
+/// are fixed by the kernel ABI.
+enum class Role {
+  Q, K, V, O, DO, Lse, DQ, DK, DV,          // caller tensors
+  DQAccum, DKAccum, DVAccum, DPSum, LseLog2, // workspace
+  Semaphores,                                // workspace (i32)
+  Scale,                                     // f32 scalar
+  NumRoles
+};
+const char *roleName(Role);
+/// Rank the ABI fixes for a memref role (0 for scalars).
+int roleRank(Role);
+
+enum class Elt { BF16, F16, F32, I32 };
+const char *eltName(Elt);
+
+struct Param {
+  std::string name;
+  Role role;
+  bool memref;  // false: scalar passed by value
+  int rank;     // memref only
+  Elt elt;
+};
+
+struct KernelEntry {
+  std::string entry;
+  int64_t sharedBytes = 0; // dynamic shared memory for the launch
+};
+
+struct Manifest {
+  std::string path;      // the .json file
+  std::string name;
+  std::string cubinPath; // resolved against the manifest's directory
+  int64_t headDim = 0;
+  Elt dtype = Elt::BF16;
+  sched::Mask mask = sched::Mask::Full;
+  sched::CausalAlign align = sched::CausalAlign::BottomRight;
+  sched::Policy policy = sched::Policy::Ascending;
+  bool deterministic = true;
+  int64_t blockM = 0, blockN = 0, threads = 0;
+  KernelEntry preprocess, main, postprocess;
+  std::vector<Param> params;
+  /// Optional calibrated model costs ("model": {"c":..,"r":..}); <= 0 keeps
+  /// the schedule library's defaults.
+  double modelC = 0, modelR = 0;
+
+  /// "d128 bf16 causal bottom_right descending det" (for messages).
+  std::string configString() const;
+};
+
+/// Parses manifest text. `path` is used for messages and to resolve the
+/// cubin path. Returns "" on success, else the reason (naming the field).
+std::string parseManifest(const std::string &text, const std::string &path,
+                          Manifest &out);
+
+/// Loads every *.json in `dir` (sorted by name). Each must be a valid
+/// manifest; two manifests for the same configuration are an error.
+/// Returns "" on success, else the reason naming the file.
+std::string loadManifestDir(const std::string &dir, std::vector<Manifest> &out);
+
+} // namespace dash::rt
+
+#endif // DASH_RUNTIME_MANIFEST_H
