@@ -9,7 +9,13 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 
@@ -42,6 +48,66 @@ void ::dash::buildDashToCPUPipeline(OpPassManager &pm,
 }
 
 namespace {
+/// Writes the module to `<dir>/<stage>.mlir` (the pipeline's dump-dir).
+struct DumpIRPass : PassWrapper<DumpIRPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DumpIRPass)
+  DumpIRPass(std::string dir, std::string stage)
+      : dir(std::move(dir)), stage(std::move(stage)) {}
+  StringRef getArgument() const final { return "dash-dump-ir"; }
+  void runOnOperation() override {
+    if (llvm::sys::fs::create_directories(dir)) {
+      getOperation()->emitError() << "dash-pipeline: cannot create dump-dir '"
+                                  << dir << "'";
+      return signalPassFailure();
+    }
+    std::string error;
+    auto file = mlir::openOutputFile(dir + "/" + stage + ".mlir", &error);
+    if (!file) {
+      getOperation()->emitError() << "dash-pipeline: " << error;
+      return signalPassFailure();
+    }
+    getOperation()->print(file->os());
+    file->keep();
+  }
+  std::string dir, stage;
+};
+} // namespace
+
+void ::dash::buildDashPipeline(OpPassManager &pm,
+                               const ::dash::ScheduleOptions &schedule,
+                               const ::dash::GPUPipelineOptions &gpu) {
+  auto dump = [&](const char *stage) {
+    if (!gpu.dumpDir.empty())
+      pm.addPass(std::make_unique<DumpIRPass>(gpu.dumpDir, stage));
+  };
+  mlir::dash::DashTileOptions tile;
+  tile.blockM = schedule.blockM;
+  tile.blockN = schedule.blockN;
+  pm.addPass(mlir::dash::createDashTile(tile));
+  mlir::dash::DashScheduleOptions sched;
+  sched.policy = schedule.policy;
+  sched.numUnits = schedule.numUnits;
+  pm.addPass(mlir::dash::createDashSchedule(sched));
+  dump("01-scheduled");
+  pm.addPass(mlir::dash::createDashMaterializeSchedule());
+  dump("02-materialized");
+  mlir::dash::ConvertDashToGPUOptions toGPU;
+  toGPU.threads = gpu.threads;
+  pm.addPass(mlir::dash::createConvertDashToGPU(toGPU));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  dump("03-gpu");
+  mlir::gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = gpu.arch;
+  nvvm.cubinFeatures = gpu.features;
+  nvvm.optLevel = gpu.optLevel;
+  nvvm.cubinFormat = gpu.format;
+  nvvm.kernelUseBarePtrCallConv = false; // memref descriptors: see Runtime.md
+  mlir::gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  dump("04-binary");
+}
+
+namespace {
 struct CPUPipelineOptions
     : public PassPipelineOptions<CPUPipelineOptions> {
   Option<std::string> policy{*this, "policy",
@@ -58,9 +124,57 @@ struct CPUPipelineOptions
                      llvm::cl::desc("keep P and dS in f32"),
                      llvm::cl::init(false)};
 };
+
+struct GPUPipelineCLOptions
+    : public PassPipelineOptions<GPUPipelineCLOptions> {
+  Option<std::string> arch{*this, "arch", llvm::cl::desc("GPU arch (sm_90a)"),
+                           llvm::cl::init("sm_90a")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features (+ptx80 or newer)"),
+                               llvm::cl::init("+ptx80")};
+  Option<int64_t> opt{*this, "opt-level", llvm::cl::desc("LLVM opt level"),
+                      llvm::cl::init(3)};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("isa (PTX) | bin (cubin) | fatbin"),
+                             llvm::cl::init("bin")};
+  Option<std::string> dumpDir{*this, "dump-dir",
+                              llvm::cl::desc("write the IR after each stage"),
+                              llvm::cl::init("")};
+  Option<std::string> policy{*this, "policy",
+                             llvm::cl::desc("schedule policy (dash-schedule)"),
+                             llvm::cl::init("auto")};
+  Option<int64_t> numUnits{*this, "num-units",
+                           llvm::cl::desc("units G for the model"),
+                           llvm::cl::init(132)};
+  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Q tile rows"),
+                         llvm::cl::init(0)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("KV tile rows"),
+                         llvm::cl::init(0)};
+  Option<int64_t> threads{*this, "threads", llvm::cl::desc("threads per CTA"),
+                          llvm::cl::init(256)};
+};
 } // namespace
 
 void ::dash::registerDashPipelines() {
+  PassPipelineRegistration<GPUPipelineCLOptions>(
+      "dash-pipeline",
+      "dash.attention_bwd on memrefs -> tile, schedule, materialise, "
+      "gpu.module -> NVVM -> PTX -> cubin (gpu.binary)",
+      [](OpPassManager &pm, const GPUPipelineCLOptions &o) {
+        ::dash::ScheduleOptions s;
+        s.policy = o.policy;
+        s.numUnits = o.numUnits;
+        s.blockM = o.blockM;
+        s.blockN = o.blockN;
+        ::dash::GPUPipelineOptions g;
+        g.arch = o.arch;
+        g.features = o.features;
+        g.optLevel = o.opt;
+        g.format = o.format;
+        g.dumpDir = o.dumpDir;
+        g.threads = o.threads;
+        buildDashPipeline(pm, s, g);
+      });
   PassPipelineRegistration<CPUPipelineOptions>(
       "dash-lower-to-cpu",
       "dash.attention_bwd on memrefs -> tile, schedule, materialise, loops "

@@ -35,11 +35,15 @@ public:
 
   bool run(Value &out, std::string &error) {
     skipSpace();
-    if (!value(out, 0) || (skipSpace(), pos != text.size() && fail("trailing characters after the JSON value"))) {
-      error = where() + ": " + msg;
-      return false;
+    bool ok = value(out, 0);
+    if (ok) {
+      skipSpace();
+      if (pos != text.size())
+        ok = fail("trailing characters after the JSON value");
     }
-    return true;
+    if (!ok)
+      error = where() + ": " + msg;
+    return ok;
   }
 
 private:

@@ -38,4 +38,42 @@ def ConvertDashToLoops : Pass<"convert-dash-to-loops"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower dash.scheduled_attention_bwd to a gpu.module of three kernels.";
+  let description = [{
+    Emits `gpu.module @dash_kernels` with the kernels the runtime launches:
+    `dash_bwd_preprocess` (dPsum = rowsum(dO * O), lse * log2(e), zeroed
+    fp32 accumulators and semaphores), `dash_bwd_main` (one persistent CTA
+    per unit, G = gridDim.x: for each work item K and V are staged in shared
+    memory and the Q tiles are walked in schedule order) and
+    `dash_bwd_postprocess` (dQ = dQaccum * scale, dK/dV summed over the
+    query heads of a GQA group). The schedule regions are cloned into the
+    main kernel with the kernel's arguments for the op's operands and
+    `gridDim.x` for `dash.num_units`, so the kernel and the CPU loops run the
+    same formulas.
+
+    Deterministic mode, per (Q tile, b, h) int32 semaphore: thread 0 spins
+    with `ld.acquire.gpu` until it equals the task's rank, the CTA adds its
+    dQ partial with fp32 reductions, every thread fences (release, gpu scope)
+    so its adds are performed before the CTA barrier, then thread 0 releases
+    and increments. Non-deterministic mode adds without waiting.
+
+    This first-light main kernel computes the tile products on the CUDA
+    cores (fp32 FMA from bf16 operands in shared memory); the WGMMA/TMA
+    warp-specialised pipeline replaces that part (docs/GPU.md). The kernel
+    ABI (argument order, memref descriptors, scale as an argument) is in
+    docs/Runtime.md; the host function keeps only its `return`: the
+    runtime, not MLIR, launches the kernels.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"256",
+           "threads per CTA of every kernel">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // DASH_CONVERSION_PASSES_TD

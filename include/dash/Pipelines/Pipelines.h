@@ -24,7 +24,24 @@ void buildDashToCPUPipeline(mlir::OpPassManager &pm,
                             const ScheduleOptions &schedule,
                             bool exactIntermediates);
 
-/// Registers `dash-lower-to-cpu`.
+/// Options of the GPU pipeline.
+struct GPUPipelineOptions {
+  std::string arch = "sm_90a";
+  std::string features = "+ptx80";
+  int64_t optLevel = 3;
+  std::string format = "bin"; // isa (PTX text), bin (cubin), fatbin
+  int64_t threads = 256;
+  std::string dumpDir;        // if set: the IR after each stage
+};
+
+/// dash.attention_bwd (memrefs) -> tile -> schedule -> materialise ->
+/// gpu.module of three kernels -> NVVM -> PTX -> cubin (ptxas) in a
+/// gpu.binary.
+void buildDashPipeline(mlir::OpPassManager &pm,
+                       const ScheduleOptions &schedule,
+                       const GPUPipelineOptions &gpu);
+
+/// Registers `dash-lower-to-cpu` and `dash-pipeline`.
 void registerDashPipelines();
 
 } // namespace dash

@@ -9,6 +9,8 @@
 
 #include "dash/Conversion/Passes.h"
 
+#include "../LoopGen.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -23,129 +25,9 @@ namespace mlir::dash {
 
 using namespace mlir;
 using namespace mlir::dash;
+using namespace mlir::dash::detail;
 
 namespace {
-/// Small builder for loop nests, reductions and typed loads/stores.
-struct LoopGen {
-  OpBuilder &b;
-  Location loc;
-
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value f32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value add(Value x, Value y) {
-    if (isa<FloatType>(x.getType()))
-      return arith::AddFOp::create(b, loc, x, y);
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    if (isa<FloatType>(x.getType()))
-      return arith::SubFOp::create(b, loc, x, y);
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    if (isa<FloatType>(x.getType()))
-      return arith::MulFOp::create(b, loc, x, y);
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
-  Value minIdx(Value x, Value y) {
-    return b.createOrFold<arith::MinSIOp>(loc, x, y);
-  }
-
-  /// for iv in [lb, ub): body(iv)
-  void loop(Value lb, Value ub, function_ref<void(Value)> body) {
-    scf::ForOp::create(b, loc, lb, ub, idx(1), ValueRange{},
-                       [&](OpBuilder &nb, Location, Value iv, ValueRange) {
-                         OpBuilder::InsertionGuard g(b);
-                         b.setInsertionPoint(nb.getInsertionBlock(),
-                                             nb.getInsertionPoint());
-                         body(iv);
-                         scf::YieldOp::create(b, loc);
-                       });
-  }
-  void loop(Value ub, function_ref<void(Value)> body) {
-    loop(idx(0), ub, body);
-  }
-  /// Zero-based loop nest over `ubs`.
-  void nest(ArrayRef<Value> ubs, function_ref<void(ArrayRef<Value>)> body,
-            SmallVector<Value> ivs = {}) {
-    if (ivs.size() == ubs.size())
-      return body(ivs);
-    loop(ubs[ivs.size()], [&](Value iv) {
-      SmallVector<Value> inner = ivs;
-      inner.push_back(iv);
-      nest(ubs, body, inner);
-    });
-  }
-  /// sum_{iv in [0, ub)} term(iv), accumulated in f32 in ascending iv order.
-  Value sum(Value ub, function_ref<Value(Value)> term) {
-    auto forOp = scf::ForOp::create(
-        b, loc, idx(0), ub, idx(1), ValueRange{f32(0.0)},
-        [&](OpBuilder &nb, Location, Value iv, ValueRange acc) {
-          OpBuilder::InsertionGuard g(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          scf::YieldOp::create(b, loc, add(acc[0], term(iv)));
-        });
-    return forOp.getResult(0);
-  }
-
-  /// Loads an element as f32.
-  Value load(Value mem, ArrayRef<Value> indices) {
-    Value v = memref::LoadOp::create(b, loc, mem, indices);
-    if (!v.getType().isF32())
-      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-    return v;
-  }
-  /// Stores an f32 value, rounding to the memref's element type.
-  void store(Value v, Value mem, ArrayRef<Value> indices) {
-    Type elt = cast<MemRefType>(mem.getType()).getElementType();
-    if (elt != v.getType())
-      v = arith::TruncFOp::create(b, loc, elt, v);
-    memref::StoreOp::create(b, loc, v, mem, indices);
-  }
-  /// mem[indices] += v (f32 memref).
-  void accumulate(Value v, Value mem, ArrayRef<Value> indices) {
-    Value old = memref::LoadOp::create(b, loc, mem, indices);
-    memref::StoreOp::create(b, loc, add(old, v), mem, indices);
-  }
-  /// Rounds an f32 to `elt` and back (what a bf16/f16 MMA operand holds).
-  Value roundTo(Type elt, Value v) {
-    if (elt.isF32())
-      return v;
-    Value t = arith::TruncFOp::create(b, loc, elt, v);
-    return arith::ExtFOp::create(b, loc, b.getF32Type(), t);
-  }
-  Value alloc(ArrayRef<int64_t> shape, Type elt) {
-    return memref::AllocOp::create(b, loc, MemRefType::get(shape, elt));
-  }
-  void zero(Value mem) {
-    auto type = cast<MemRefType>(mem.getType());
-    SmallVector<Value> ubs;
-    for (int64_t d : type.getShape())
-      ubs.push_back(idx(d));
-    Value z = f32(0.0);
-    nest(ubs, [&](ArrayRef<Value> iv) {
-      memref::StoreOp::create(b, loc, z, mem, iv);
-    });
-  }
-};
-
-/// Clones a schedule region at the insertion point with `args` for its
-/// block arguments and returns the yielded values.
-SmallVector<Value> inlineScheduleRegion(OpBuilder &b, Region &region,
-                                        ValueRange args) {
-  IRMapping map;
-  Block &block = region.front();
-  map.map(block.getArguments(), args);
-  for (Operation &op : block.without_terminator())
-    b.clone(op, map);
-  SmallVector<Value> out;
-  for (Value v : cast<YieldOp>(block.getTerminator()).getValues())
-    out.push_back(map.lookupOrDefault(v));
-  return out;
-}
-
 struct ConvertDashToLoopsPass
     : mlir::dash::impl::ConvertDashToLoopsBase<ConvertDashToLoopsPass> {
   using Base::Base;
@@ -227,13 +109,16 @@ struct ConvertDashToLoopsPass
       memref::StoreOp::create(b, g.loc, l2, lse2, ValueRange{bb, h, i});
     });
 
-    // Main: every unit, every work item, every step in schedule order.
+    // Main: every unit, every work item, every step in schedule order. The
+    // regions see the operands as they are and G as the schedule's constant.
     Value scaleLog2 = g.f32(scale * kLog2e);
+    RegionMapping map;
+    map.numUnits = g.idx(G);
     g.loop(g.idx(G), [&](Value unit) {
-      Value numItems = inlineScheduleRegion(b, op.getItems(), {unit})[0];
+      Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
       g.loop(numItems, [&](Value item) {
         SmallVector<Value> w =
-            inlineScheduleRegion(b, op.getWork(), {unit, item});
+            inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
         Value bb = w[0], h = w[1], kv = w[2], len = w[3];
         Value hkv = b.createOrFold<arith::DivUIOp>(g.loc, h, g.idx(H / Hkv));
         Value kv0 = g.mul(kv, g.idx(bn));
@@ -242,9 +127,9 @@ struct ConvertDashToLoopsPass
         g.zero(dVloc);
         g.loop(len, [&](Value step) {
           Value qt =
-              inlineScheduleRegion(b, op.getVisit(), {bb, h, kv, step})[0];
+              inlineScheduleRegion(b, op.getVisit(), {bb, h, kv, step}, map)[0];
           Value rank =
-              inlineScheduleRegion(b, op.getRank(), {bb, h, kv, qt})[0];
+              inlineScheduleRegion(b, op.getRank(), {bb, h, kv, qt}, map)[0];
           Value q0 = g.mul(qt, g.idx(bm));
           Value qRows = g.minIdx(g.idx(bm), g.sub(cSq, q0));
           emitTask(g, inElt, causal, off, scaleLog2, q, k, v, dO, dPsum, lse2,

@@ -1,0 +1,497 @@
+//===- DashToGPU.cpp - dash.scheduled_attention_bwd -> gpu.module ---------===//
+//
+// Emits the three kernels of the attention backward (preprocess, main,
+// postprocess) as gpu.func in a gpu.module. The main kernel runs the
+// materialised schedule regions, cloned in with the kernel's arguments, and
+// implements the deterministic ordered dQ reduction with per-row semaphores.
+// The kernel ABI is fixed here and documented in docs/Runtime.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dash/Conversion/Passes.h"
+
+#include "../LoopGen.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::dash {
+#define GEN_PASS_DEF_CONVERTDASHTOGPU
+#include "dash/Conversion/Passes.h.inc"
+} // namespace mlir::dash
+
+using namespace mlir;
+using namespace mlir::dash;
+using namespace mlir::dash::detail;
+
+namespace {
+constexpr double kLog2e = 1.4426950408889634;
+
+/// Kernel arguments, in ABI order (docs/Runtime.md).
+enum Arg : unsigned {
+  kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv, // user tensors (strided)
+  kDqAcc, kDkAcc, kDvAcc, kDPsum, kLse2, kSem, // workspace
+  kScale,
+  kNumArgs
+};
+const char *kArgNames[kNumArgs] = {
+    "q",        "k",        "v",        "o",        "dO",
+    "lse",      "dq",       "dk",       "dv",       "dq_accum",
+    "dk_accum", "dv_accum", "dpsum",    "lse_log2", "semaphores",
+    "scale"};
+
+SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d) {
+  int64_t dyn = ShapedType::kDynamic;
+  Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
+  // BSHD with any strides but a unit stride on D (what TMA will need too).
+  auto act = MemRefType::get(
+      {dyn, dyn, dyn, d}, elt,
+      StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn, 1}));
+  auto lse = MemRefType::get({dyn, dyn, dyn}, f32,
+                             StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn}));
+  auto acc4 = MemRefType::get({dyn, dyn, dyn, d}, f32);
+  auto acc3 = MemRefType::get({dyn, dyn, dyn}, f32);
+  auto sem = MemRefType::get({dyn, dyn, dyn}, i32);
+  return {act,  act,  act,  act,  act,  lse, act, act,
+          act,  acc4, acc4, acc4, acc3, acc3, sem, f32};
+}
+
+/// Per-kernel context: the builder, thread coordinates, arguments.
+struct Kernel {
+  OpBuilder &b;
+  Location loc;
+  LoopGen g;
+  Block::BlockArgListType args;
+  int64_t threads;
+  Value tid, T;
+
+  Kernel(OpBuilder &b, Location loc, gpu::GPUFuncOp func, int64_t threads)
+      : b(b), loc(loc), g{b, loc}, args(func.getArguments()),
+        threads(threads) {
+    tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    T = g.idx(threads);
+  }
+  Value arg(Arg a) { return args[a]; }
+  Value dim(Arg a, int64_t i) {
+    return b.createOrFold<memref::DimOp>(loc, arg(a), i);
+  }
+  /// Grid-stride loop over [0, n): every thread of every CTA.
+  void gridLoop(Value n, function_ref<void(Value)> body) {
+    Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value nb = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    g.loop(g.add(g.mul(bid, T), tid), n, g.mul(nb, T), body);
+  }
+  /// CTA-stride loop over [0, n): the threads of this CTA.
+  void ctaLoop(Value n, function_ref<void(Value)> body) {
+    g.loop(tid, n, T, body);
+  }
+  /// Row-major decomposition of a flat index over `dims`.
+  SmallVector<Value> unflatten(Value e, ArrayRef<Value> dims) {
+    SmallVector<Value> out(dims.size());
+    for (int i = dims.size() - 1; i >= 0; --i) {
+      out[i] = i ? g.rem(e, dims[i]) : e;
+      if (i)
+        e = g.div(e, dims[i]);
+    }
+    return out;
+  }
+  Value product(ArrayRef<Value> dims) {
+    Value p = g.idx(1);
+    for (Value d : dims)
+      p = g.mul(p, d);
+    return p;
+  }
+  void barrier() { gpu::BarrierOp::create(b, loc); }
+  /// Generic pointer to memref element `indices` (for atomics that memref
+  /// does not spell: acquire loads, release increments).
+  Value elementPtr(Value memref, ValueRange indices) {
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value linear = meta.getOffset();
+    for (auto [i, idx] : llvm::enumerate(indices))
+      linear = g.add(linear, g.mul(idx, meta.getStrides()[i]));
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    unsigned bytes =
+        cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+    Value addr = g.add(base, g.mul(linear, g.idx(bytes)));
+    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
+    return LLVM::IntToPtrOp::create(b, loc,
+                                    LLVM::LLVMPointerType::get(b.getContext()),
+                                    i64);
+  }
+  /// 2^x with ex2.approx.ftz (no libdevice, as FA3).
+  Value exp2(Value x) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, b.getF32Type(),
+               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{x})
+        .getResult(0);
+  }
+};
+
+gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
+                            ArrayRef<Type> argTypes, int64_t threads) {
+  auto func = gpu::GPUFuncOp::create(
+      b, loc, name, FunctionType::get(b.getContext(), argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func->setAttr("nvvm.maxntid",
+                b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
+  for (unsigned i = 0; i < kNumArgs; ++i)
+    func.setArgAttr(i, "dash.name", b.getStringAttr(kArgNames[i]));
+  return func;
+}
+
+struct ConvertDashToGPUPass
+    : mlir::dash::impl::ConvertDashToGPUBase<ConvertDashToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ScheduledAttentionBwdOp> ops;
+    module.walk([&](ScheduledAttentionBwdOp op) { ops.push_back(op); });
+    int counter = 0;
+    for (ScheduledAttentionBwdOp op : ops)
+      if (failed(lower(module, op, counter++)))
+        return signalPassFailure();
+    WalkResult left = module.walk([](AttentionBwdOp op) {
+      op.emitOpError() << "has no schedule regions; run --dash-tile "
+                          "--dash-schedule --dash-materialize-schedule first";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult lower(ModuleOp module, ScheduledAttentionBwdOp op, int n) {
+    auto qT = cast<MemRefType>(op.getQ().getType());
+    Type elt = qT.getElementType();
+    int64_t D = qT.getDimSize(3);
+    if (cast<MemRefType>(op.getDq().getType()).getElementType() != elt)
+      return op.emitOpError() << "the GPU kernels write gradients in the "
+                                 "input element type; f32 gradients are a "
+                                 "CPU-loops feature for now";
+    if (threads < 128 || threads % 128 != 0 || threads > 1024)
+      return op.emitOpError() << "threads must be a multiple of 128 in "
+                                 "[128, 1024]";
+    int64_t bm = op.getTiling().getBlockM(), bn = op.getTiling().getBlockN();
+    int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
+    // Shared memory of main: K and V tiles (input type), P and dS (f32).
+    int64_t kvBytes = bn * D * eltBytes;
+    int64_t pBytes = bm * bn * 4;
+    int64_t sharedBytes = 2 * kvBytes + 2 * pBytes;
+    if (sharedBytes > 227 * 1024)
+      return op.emitOpError() << "tile " << bm << "x" << bn << " with D = "
+                              << D << " needs " << sharedBytes
+                              << " B of shared memory (> 227 KiB)";
+
+    MLIRContext *ctx = &getContext();
+    Location loc = op.getLoc();
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(ctx));
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    std::string name = n ? "dash_kernels_" + std::to_string(n) : "dash_kernels";
+    auto gpuModule = gpu::GPUModuleOp::create(b, loc, name);
+    ScheduleAttr schedule = op.getSchedule();
+    NamedAttrList config;
+    config.append("head_dim", b.getI64IntegerAttr(D));
+    config.append("element_type", b.getStringAttr(elt.isBF16() ? "bf16" : "f16"));
+    config.append("mask", b.getStringAttr(stringifyMask(op.getMask())));
+    if (op.getMask() == Mask::Causal)
+      config.append("align",
+                    b.getStringAttr(stringifyCausalAlign(op.getEffectiveAlign())));
+    config.append("policy", b.getStringAttr(stringifyPolicy(schedule.getPolicy())));
+    config.append("deterministic", b.getBoolAttr(op.getDeterministic()));
+    config.append("block_m", b.getI64IntegerAttr(bm));
+    config.append("block_n", b.getI64IntegerAttr(bn));
+    config.append("threads", b.getI64IntegerAttr(threads));
+    config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
+    gpuModule->setAttr("dash.config", config.getDictionary(ctx));
+
+    SmallVector<Type> argTypes = kernelArgTypes(ctx, elt, D);
+    b.setInsertionPointToStart(gpuModule.getBody());
+    buildPreprocess(b, loc, argTypes, D);
+    buildMain(b, loc, argTypes, op, D, bm, bn, eltBytes);
+    buildPostprocess(b, loc, argTypes, D);
+    op.erase();
+    return success();
+  }
+
+  // dPsum = rowsum(dO * O), lse_log2, and zeroed accumulators/semaphores.
+  void buildPreprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                       int64_t D) {
+    OpBuilder::InsertionGuard guard(b);
+    auto func = createKernel(b, loc, "dash_bwd_preprocess", argTypes, threads);
+    b.setInsertionPointToStart(&func.getBody().front());
+    Kernel k(b, loc, func, threads);
+    LoopGen &g = k.g;
+    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), cD = g.idx(D);
+    k.gridLoop(g.mul(g.mul(B, H), Sq), [&](Value r) {
+      SmallVector<Value> i = k.unflatten(r, {B, H, Sq}); // b, h, row
+      Value sum = g.sum(cD, [&](Value d) {
+        return g.mul(g.load(k.arg(kDO), {i[0], i[2], i[1], d}),
+                     g.load(k.arg(kO), {i[0], i[2], i[1], d}));
+      });
+      memref::StoreOp::create(b, loc, sum, k.arg(kDPsum), i);
+      Value l = g.load(k.arg(kLse), i);
+      Value isInf = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OEQ, l,
+          g.f32(-std::numeric_limits<double>::infinity()));
+      Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
+                                         g.mul(l, g.f32(kLog2e)));
+      memref::StoreOp::create(b, loc, l2, k.arg(kLse2), i);
+    });
+    // Workspace sizes come from the workspace descriptors themselves.
+    for (Arg acc : {kDqAcc, kDkAcc, kDvAcc}) {
+      SmallVector<Value> dims = {k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
+                                 cD};
+      k.gridLoop(k.product(dims), [&](Value e) {
+        memref::StoreOp::create(b, loc, g.f32(0.0), k.arg(acc),
+                                k.unflatten(e, dims));
+      });
+    }
+    SmallVector<Value> semDims = {k.dim(kSem, 0), k.dim(kSem, 1),
+                                  k.dim(kSem, 2)};
+    Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+    k.gridLoop(k.product(semDims), [&](Value e) {
+      memref::StoreOp::create(b, loc, zero, k.arg(kSem),
+                              k.unflatten(e, semDims));
+    });
+    gpu::ReturnOp::create(b, loc);
+  }
+
+  // One persistent CTA per unit; see the pass description.
+  void buildMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                 ScheduledAttentionBwdOp op, int64_t D, int64_t bm,
+                 int64_t bn, int64_t eltBytes) {
+    OpBuilder::InsertionGuard guard(b);
+    auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
+    b.setInsertionPointToStart(&func.getBody().front());
+    Kernel k(b, loc, func, threads);
+    LoopGen &g = k.g;
+    MLIRContext *ctx = b.getContext();
+    Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
+    Type f32 = b.getF32Type();
+    bool causal = op.getMask() == Mask::Causal;
+    bool det = op.getDeterministic();
+    bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
+
+    // Shared memory: K, V (input type) then P, dS (f32).
+    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value base = gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
+    int64_t offset = 0;
+    auto view = [&](ArrayRef<int64_t> shape, Type t, int64_t bytes) {
+      Value v = memref::ViewOp::create(b, loc,
+                                       MemRefType::get(shape, t, nullptr, wg),
+                                       base, g.idx(offset), ValueRange{});
+      offset += bytes;
+      return v;
+    };
+    Value Kt = view({bn, D}, elt, bn * D * eltBytes);
+    Value Vt = view({bn, D}, elt, bn * D * eltBytes);
+    Value P = view({bm, bn}, f32, bm * bn * 4);
+    Value dS = view({bm, bn}, f32, bm * bn * 4);
+
+    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
+          Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
+    (void)B;
+    Value cD = g.idx(D), cBm = g.idx(bm), cBn = g.idx(bn);
+    Value off = bottomRight ? g.sub(Sk, Sq) : g.idx(0);
+    Value scaleLog2 = g.mul(k.arg(kScale), g.f32(kLog2e));
+    Value unit = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+
+    RegionMapping map;
+    Arg opArgs[] = {kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv};
+    for (auto [i, a] : llvm::enumerate(opArgs))
+      map.operands.map(op->getOperand(i), k.arg(a));
+    map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+
+    Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
+    g.loop(numItems, [&](Value item) {
+      SmallVector<Value> w =
+          inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
+      Value bb = w[0], h = w[1], kv = w[2], len = w[3];
+      Value hkv = g.div(h, g.div(H, Hkv));
+      Value kv0 = g.mul(kv, cBn);
+      Value kvRows = g.minIdx(cBn, g.sub(Sk, kv0));
+      Value lastKey = g.sub(Sk, g.idx(1));
+
+      // Stage K and V; rows past S_k are zeros.
+      k.ctaLoop(g.mul(cBn, cD), [&](Value e) {
+        Value j = g.div(e, cD), d = g.rem(e, cD);
+        Value row = g.minIdx(g.add(kv0, j), lastKey);
+        Value valid = g.lt(j, kvRows);
+        Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+        for (auto [src, dst] : {std::pair{kK, Kt}, {kV, Vt}}) {
+          Value x = memref::LoadOp::create(b, loc, k.arg(src),
+                                           ValueRange{bb, row, hkv, d});
+          x = arith::SelectOp::create(b, loc, valid, x, zero);
+          memref::StoreOp::create(b, loc, x, dst, ValueRange{j, d});
+        }
+      });
+      k.barrier();
+
+      g.loop(len, [&](Value step) {
+        Value qt =
+            inlineScheduleRegion(b, op.getVisit(), {bb, h, kv, step}, map)[0];
+        Value rank =
+            inlineScheduleRegion(b, op.getRank(), {bb, h, kv, qt}, map)[0];
+        Value q0 = g.mul(qt, cBm);
+        Value qRows = g.minIdx(cBm, g.sub(Sq, q0));
+        Value lastQuery = g.sub(Sq, g.idx(1));
+
+        // P and dS for the tile pair (masked entries are exact zeros).
+        k.ctaLoop(g.mul(cBm, cBn), [&](Value e) {
+          Value i = g.div(e, cBn), j = g.rem(e, cBn);
+          Value gi = g.add(q0, i), gj = g.add(kv0, j);
+          Value row = g.minIdx(gi, lastQuery);
+          Value s = g.sum(cD, [&](Value d) {
+            return g.mul(g.load(k.arg(kQ), {bb, row, h, d}),
+                         g.load(Kt, {j, d}));
+          });
+          Value dp = g.sum(cD, [&](Value d) {
+            return g.mul(g.load(k.arg(kDO), {bb, row, h, d}),
+                         g.load(Vt, {j, d}));
+          });
+          Value p = k.exp2(g.sub(g.mul(s, scaleLog2),
+                                 g.load(k.arg(kLse2), {bb, h, row})));
+          Value valid = g.andI(g.lt(i, qRows), g.lt(j, kvRows));
+          if (causal) // on every tile: independent of the visit order
+            valid = g.andI(valid, arith::CmpIOp::create(
+                                      b, loc, arith::CmpIPredicate::sle, gj,
+                                      g.add(gi, off)));
+          p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
+          Value ds = g.mul(p, g.sub(dp, g.load(k.arg(kDPsum), {bb, h, row})));
+          memref::StoreOp::create(b, loc, g.roundTo(elt, p), P,
+                                  ValueRange{i, j});
+          memref::StoreOp::create(b, loc, g.roundTo(elt, ds), dS,
+                                  ValueRange{i, j});
+        });
+        k.barrier();
+
+        // dV += P^T dO, dK += dS^T Q: each thread owns its (j, d) entries
+        // for the whole walk, so plain read-modify-writes are exclusive.
+        k.ctaLoop(g.mul(cBn, cD), [&](Value e) {
+          Value j = g.div(e, cD), d = g.rem(e, cD);
+          g.when(g.lt(j, kvRows), [&] {
+            Value dv = g.sum(qRows, [&](Value i) {
+              return g.mul(memref::LoadOp::create(b, loc, P, ValueRange{i, j}),
+                           g.load(k.arg(kDO), {bb, g.add(q0, i), h, d}));
+            });
+            Value dk = g.sum(qRows, [&](Value i) {
+              return g.mul(memref::LoadOp::create(b, loc, dS, ValueRange{i, j}),
+                           g.load(k.arg(kQ), {bb, g.add(q0, i), h, d}));
+            });
+            Value row = g.add(kv0, j);
+            g.accumulate(dv, k.arg(kDvAcc), {bb, h, row, d});
+            g.accumulate(dk, k.arg(kDkAcc), {bb, h, row, d});
+          });
+        });
+
+        // The ordered dQ reduction.
+        Value semPtr;
+        if (det) {
+          semPtr = k.elementPtr(k.arg(kSem), {bb, h, qt});
+          Value rank32 =
+              arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
+          g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       k.tid, g.idx(0)),
+                 [&] {
+                   // Spin until the rows' earlier ranks have added.
+                   scf::WhileOp::create(
+                       b, loc, TypeRange{}, ValueRange{},
+                       [&](OpBuilder &nb, Location l, ValueRange) {
+                         Value seen = LLVM::LoadOp::create(
+                             nb, l, nb.getI32Type(), semPtr, /*alignment=*/4,
+                             false, false, false, false,
+                             LLVM::AtomicOrdering::acquire, "device");
+                         Value wait = arith::CmpIOp::create(
+                             nb, l, arith::CmpIPredicate::ne, seen, rank32);
+                         scf::ConditionOp::create(nb, l, wait, ValueRange{});
+                       },
+                       [&](OpBuilder &nb, Location l, ValueRange) {
+                         scf::YieldOp::create(nb, l);
+                       });
+                 });
+          k.barrier();
+        }
+        k.ctaLoop(g.mul(cBm, cD), [&](Value e) {
+          Value i = g.div(e, cD), d = g.rem(e, cD);
+          g.when(g.lt(i, qRows), [&] {
+            Value part = g.sum(kvRows, [&](Value j) {
+              return g.mul(memref::LoadOp::create(b, loc, dS, ValueRange{i, j}),
+                           g.load(Kt, {j, d}));
+            });
+            memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
+                                        part, k.arg(kDqAcc),
+                                        ValueRange{bb, h, g.add(q0, i), d});
+          });
+        });
+        if (det) {
+          // Every thread's adds are performed before the barrier; then one
+          // release increment hands the row to the next rank.
+          LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
+                                "device");
+          k.barrier();
+          g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       k.tid, g.idx(0)),
+                 [&] {
+                   // fence + relaxed add: LLVM 22.1 lowers a `release`
+                   // atomicrmw to a relaxed atom anyway (HOPPER.md P15).
+                   LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
+                                         "device");
+                   Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
+                   LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
+                                             semPtr, one,
+                                             LLVM::AtomicOrdering::monotonic,
+                                             "device");
+                 });
+        }
+        k.barrier(); // P, dS are rewritten by the next step
+      });
+      k.barrier(); // K, V are rewritten by the next item
+    });
+    gpu::ReturnOp::create(b, loc);
+  }
+
+  // dQ = dQaccum * scale; dK = scale * sum over the query heads of a group;
+  // dV = that sum.
+  void buildPostprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                        int64_t D) {
+    OpBuilder::InsertionGuard guard(b);
+    auto func =
+        createKernel(b, loc, "dash_bwd_postprocess", argTypes, threads);
+    b.setInsertionPointToStart(&func.getBody().front());
+    Kernel k(b, loc, func, threads);
+    LoopGen &g = k.g;
+    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
+          Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2), cD = g.idx(D);
+    Value scale = k.arg(kScale);
+    k.gridLoop(k.product({B, Sq, H, cD}), [&](Value e) {
+      SmallVector<Value> i = k.unflatten(e, {B, Sq, H, cD});
+      Value acc = memref::LoadOp::create(b, loc, k.arg(kDqAcc),
+                                         ValueRange{i[0], i[2], i[1], i[3]});
+      g.store(g.mul(acc, scale), k.arg(kDq), i);
+    });
+    Value group = g.div(H, Hkv);
+    k.gridLoop(k.product({B, Sk, Hkv, cD}), [&](Value e) {
+      SmallVector<Value> i = k.unflatten(e, {B, Sk, Hkv, cD});
+      // Fixed order over the group: deterministic GQA.
+      auto groupSum = [&](Arg acc) {
+        Value h0 = g.mul(i[2], group);
+        return g.sum(group, [&](Value gi) {
+          return memref::LoadOp::create(
+              b, loc, k.arg(acc), ValueRange{i[0], g.add(h0, gi), i[1], i[3]});
+        });
+      };
+      g.store(g.mul(groupSum(kDkAcc), scale), k.arg(kDk), i);
+      g.store(groupSum(kDvAcc), k.arg(kDv), i);
+    });
+    gpu::ReturnOp::create(b, loc);
+  }
+};
+} // namespace

@@ -1,0 +1,52 @@
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+
+// Run-time B, S, H and strides (one kernel for every shape), causal d=128.
+!act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+
+// The host function keeps its return: the runtime launches the kernels.
+// CHECK: module attributes {gpu.container_module}
+// CHECK: func.func @bwd
+// CHECK-NEXT: return
+// The config the AOT step writes into the manifest.
+// CHECK: gpu.module @dash_kernels attributes {dash.config = {align = "bottom_right", block_m = 64 : i64, block_n = 64 : i64, deterministic = true, element_type = "bf16", head_dim = 128 : i64, mask = "causal", policy = "descending", shared_bytes = 65536 : i64, threads = 256 : i64}}
+// The ABI: user tensors, workspace, scale (docs/Runtime.md).
+// CHECK: gpu.func @dash_bwd_preprocess(%{{.*}}: memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> {dash.name = "q"}
+// CHECK-SAME: {dash.name = "dq_accum"}
+// CHECK-SAME: {dash.name = "semaphores"}, %{{.*}}: f32 {dash.name = "scale"}) kernel attributes {nvvm.maxntid = array<i32: 256, 1, 1>}
+// CHECK: arith.cmpf oeq
+// The main kernel: one persistent CTA per unit, G = gridDim.x in the
+// cloned schedule regions.
+// CHECK: gpu.func @dash_bwd_main
+// CHECK-DAG: %[[UNIT:.*]] = gpu.block_id x
+// CHECK-DAG: %[[G:.*]] = gpu.grid_dim x
+// CHECK-DAG: gpu.dynamic_shared_memory
+// CHECK: scf.for %[[ITEM:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: scf.for %[[STEP:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: arith.cmpi sle
+// Deterministic: spin with an acquire load until the semaphore is the rank,
+// add, fence, barrier, release increment.
+// CHECK: scf.while
+// CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire {alignment = 4 : i64} : !llvm.ptr -> i32
+// CHECK: gpu.barrier
+// CHECK: memref.atomic_rmw addf
+// CHECK: llvm.fence syncscope("device") release
+// CHECK: gpu.barrier
+// CHECK: llvm.fence syncscope("device") release
+// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic
+// CHECK: gpu.func @dash_bwd_postprocess
+
+// NONDET: gpu.func @dash_bwd_main
+// NONDET-NOT: scf.while
+// NONDET: memref.atomic_rmw addf
+// NONDET-NOT: llvm.atomicrmw
+// NONDET: gpu.func @dash_bwd_postprocess
+func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
+               %dq: !act, %dk: !act, %dv: !act) {
+  dash.attention_bwd %q, %k, %v, %o, %do, %lse outs(%dq, %dk, %dv : !act, !act, !act)
+      mask = causal align = bottom_right scale = 1.0 deterministic = true
+      : !act, !act, !act, !act, !act, !lse
+  return
+}

@@ -1,0 +1,33 @@
+// The whole flow to PTX, and ptxas on it (no GPU needed).
+// REQUIRES: ptxas
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: dash-opt %s --dash-pipeline="policy=symmetric-shift block-m=64 block-n=64 format=isa dump-dir=%t/dump" -o %t/out.mlir
+// RUN: FileCheck %s --input-file=%t/out.mlir
+// RUN: ls %t/dump | FileCheck %s --check-prefix=DUMP
+// RUN: python3 %dash_src_root/scripts/extract-binary %t/out.mlir %t/k.ptx
+// RUN: FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/k.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// CHECK: gpu.binary @dash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// DUMP: 01-scheduled.mlir
+// DUMP: 02-materialized.mlir
+// DUMP: 03-gpu.mlir
+// DUMP: 04-binary.mlir
+// PTX: .target sm_90a
+// PTX: .visible .entry dash_bwd_preprocess(
+// PTX: .visible .entry dash_bwd_main(
+// PTX-DAG: ld.acquire.gpu.b32
+// PTX-DAG: ex2.approx.ftz.f32
+// PTX-DAG: fence.acq_rel.gpu
+// PTX: .visible .entry dash_bwd_postprocess(
+// PTXAS: Compiling entry function 'dash_bwd_main' for 'sm_90a'
+// PTXAS: Used {{[0-9]+}} registers
+!act = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
+               %dq: !act, %dk: !act, %dv: !act) {
+  dash.attention_bwd %q, %k, %v, %o, %do, %lse outs(%dq, %dk, %dv : !act, !act, !act)
+      mask = causal align = bottom_right scale = 1.0 deterministic = true
+      : !act, !act, !act, !act, !act, !lse
+  return
+}

@@ -1,0 +1,236 @@
+//===- DriverTest.cpp - No-driver path and the launch path on a mock ------===//
+//
+// Part of the DASH project. CI machines have no libcuda.so.1: the launch
+// entry point must answer DASH_ERROR_NO_DRIVER there. The launch path itself
+// (grid sizing, shared-memory opt-in, kernel ABI packing) runs against a fake
+// libcuda.so.1 built next to this test (MockCuda.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <vector>
+
+using namespace dash_test;
+
+struct MockLaunch {
+  std::string function;
+  unsigned grid, block, smem;
+  void *stream;
+  std::vector<uint64_t> params;
+};
+
+namespace {
+
+TEST(NoDriver, MissingLibcudaGivesNoDriver) {
+  dash_runtime *rt = nullptr;
+  ASSERT_EQ(dash_runtime_create_ex(kernelDir().c_str(), "/nonexistent/libcuda.so.1", &rt),
+            DASH_SUCCESS);
+  dash_bwd_args a = makeArgs();
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_NO_DRIVER);
+  EXPECT_NE(std::string(dash_runtime_last_error(rt)).find("cannot load the CUDA driver"),
+            std::string::npos)
+      << dash_runtime_last_error(rt);
+  // check() still works: it never needs the driver.
+  EXPECT_EQ(dash_attention_bwd_check(rt, &a, nullptr), DASH_SUCCESS);
+  dash_runtime_destroy(rt);
+}
+
+TEST(NoDriver, DefaultLibcudaOnThisMachine) {
+  if (void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(h);
+    GTEST_SKIP() << "libcuda.so.1 exists on this machine; the no-driver path "
+                    "is covered by MissingLibcudaGivesNoDriver";
+  }
+  if (getenv("DASH_LIBCUDA"))
+    GTEST_SKIP() << "DASH_LIBCUDA is set";
+  dash_runtime *rt = nullptr;
+  ASSERT_EQ(dash_runtime_create(kernelDir().c_str(), &rt), DASH_SUCCESS);
+  dash_bwd_args a = makeArgs();
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_NO_DRIVER);
+  EXPECT_NE(std::string(dash_runtime_last_error(rt)).find("libcuda.so.1"), std::string::npos);
+  dash_runtime_destroy(rt);
+}
+
+// --- mock driver
+
+struct Mock {
+  void *h = nullptr;
+  void (*reset)(int, int, int) = nullptr;
+  void (*failLaunch)(int) = nullptr;
+  int (*initCalls)() = nullptr;
+  int (*memsets)() = nullptr;
+  int (*syncs)() = nullptr;
+  const std::vector<MockLaunch> *(*launches)() = nullptr;
+  const std::vector<std::pair<std::string, int>> *(*smemAttrs)() = nullptr;
+  bool open() {
+    h = dlopen(DASH_MOCK_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+      return false;
+    reset = reinterpret_cast<decltype(reset)>(dlsym(h, "mock_reset"));
+    failLaunch = reinterpret_cast<decltype(failLaunch)>(dlsym(h, "mock_fail_launch"));
+    initCalls = reinterpret_cast<decltype(initCalls)>(dlsym(h, "mock_init_calls"));
+    memsets = reinterpret_cast<decltype(memsets)>(dlsym(h, "mock_memsets"));
+    syncs = reinterpret_cast<decltype(syncs)>(dlsym(h, "mock_syncs"));
+    launches = reinterpret_cast<decltype(launches)>(dlsym(h, "mock_launches"));
+    smemAttrs = reinterpret_cast<decltype(smemAttrs)>(dlsym(h, "mock_smem_attrs"));
+    return reset && failLaunch && initCalls && memsets && syncs && launches && smemAttrs;
+  }
+};
+
+// Kernel parameter slots for the fixture ABI: 9 user memrefs (8 of rank 4:
+// 3 + 8 slots, lse rank 3: 3 + 6), 3 accumulators (11), dpsum/lse_log2/sem
+// (9 each), scale (1).
+constexpr int kSlots = 8 * 11 + 9 + 3 * 11 + 3 * 9 + 1;
+
+class MockDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(mock.open()) << dlerror();
+    mock.reset(132, 1, kSlots);
+    ASSERT_EQ(dash_runtime_create_ex(kernelDir().c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS);
+  }
+  void TearDown() override { dash_runtime_destroy(rt); }
+  std::string err() const { return dash_runtime_last_error(rt); }
+  Mock mock;
+  dash_runtime *rt = nullptr;
+};
+
+TEST_F(MockDriverTest, BadArgumentsNeverTouchTheDriver) {
+  dash_bwd_args a = makeArgs();
+  a.scale = -1;
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_INVALID_ARGUMENT);
+  a = makeArgs();
+  a.policy = DASH_POLICY_SPT;
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_NO_KERNEL);
+  EXPECT_EQ(mock.initCalls(), 0); // not even loaded
+  EXPECT_TRUE(mock.launches()->empty());
+}
+
+TEST_F(MockDriverTest, LaunchesThreeKernelsWithThePackedAbi) {
+  dash_bwd_args a = makeArgs(2, 256, 256, 4, 2, 128);
+  // Permuted (BHSD) strides on q so the descriptor shows them verbatim.
+  a.q.strides[0] = 4 * 256 * 128;
+  a.q.strides[1] = 128;
+  a.q.strides[2] = 256 * 128;
+  void *stream = reinterpret_cast<void *>(0x5000);
+  dash_bwd_info info;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, stream, &info), DASH_SUCCESS) << err();
+  EXPECT_EQ(mock.initCalls(), 1);
+  const auto &L = *mock.launches();
+  ASSERT_EQ(L.size(), 3u);
+  EXPECT_EQ(L[0].function, "dash_bwd_preprocess");
+  EXPECT_EQ(L[1].function, "dash_bwd_main");
+  EXPECT_EQ(L[2].function, "dash_bwd_postprocess");
+  for (const MockLaunch &l : L) {
+    EXPECT_EQ(l.block, 256u);
+    EXPECT_EQ(l.stream, stream);
+    EXPECT_GE(l.grid, 1u);
+    EXPECT_LE(l.grid, 4u * 132u);
+    EXPECT_EQ(l.params, L[0].params); // one parameter list for all three
+  }
+  EXPECT_EQ(L[1].grid, 132u); // occupancy 1 x 132 SMs
+  EXPECT_EQ(L[1].smem, 81920u);
+  EXPECT_EQ(L[0].smem, 0u);
+  // > 48 KiB dynamic shared memory is opted into for main only.
+  ASSERT_EQ(mock.smemAttrs()->size(), 1u);
+  EXPECT_EQ((*mock.smemAttrs())[0].first, "dash_bwd_main");
+  EXPECT_EQ((*mock.smemAttrs())[0].second, 81920);
+  EXPECT_EQ(info.num_units, 132);
+  EXPECT_EQ(info.blocks_per_sm, 1);
+  EXPECT_EQ(info.num_sms, 132);
+
+  const std::vector<uint64_t> &P = L[1].params;
+  ASSERT_EQ(P.size(), size_t(kSlots));
+  // q: allocated, aligned, offset, sizes[4], strides[4]
+  uint64_t q = reinterpret_cast<uintptr_t>(a.q.data);
+  std::vector<uint64_t> wantQ = {q, q, 0, 2, 256, 4, 128, 4 * 256 * 128, 128, 256 * 128, 1};
+  EXPECT_EQ(std::vector<uint64_t>(P.begin(), P.begin() + 11), wantQ);
+  // lse is parameter 5 (after five rank-4 memrefs): rank 3.
+  uint64_t lse = reinterpret_cast<uintptr_t>(a.lse.data);
+  std::vector<uint64_t> wantLse = {lse, lse, 0, 2, 4, 256, 4 * 256, 256, 1};
+  EXPECT_EQ(std::vector<uint64_t>(P.begin() + 55, P.begin() + 64), wantLse);
+  // dk (parameter 7): shape [B, Sk, Hkv, D].
+  size_t dk = 64 + 11;
+  EXPECT_EQ(P[dk], reinterpret_cast<uintptr_t>(a.dk.data));
+  EXPECT_EQ(P[dk + 5], 2u); // Hkv
+  // dq_accum (parameter 9): workspace, [B, Hq, Sq, D] contiguous, 256-B aligned.
+  size_t acc = 64 + 3 * 11;
+  EXPECT_EQ(P[acc] % 256, 0u);
+  EXPECT_EQ(P[acc], P[acc + 1]);
+  std::vector<uint64_t> wantAcc = {0, 2, 4, 256, 128, 4 * 256 * 128, 256 * 128, 128, 1};
+  EXPECT_EQ(std::vector<uint64_t>(P.begin() + acc + 2, P.begin() + acc + 11), wantAcc);
+  // semaphores (parameter 14): [B, Hq, M = 256/64].
+  size_t sem = acc + 3 * 11 + 2 * 9;
+  std::vector<uint64_t> wantSem = {0, 2, 4, 4, 16, 4, 1};
+  EXPECT_EQ(std::vector<uint64_t>(P.begin() + sem + 2, P.begin() + sem + 9), wantSem);
+  EXPECT_GT(P[sem], P[acc]);
+  EXPECT_LE(P[sem] - P[acc] + 2 * 4 * 4 * 4, uint64_t(info.workspace_bytes));
+  // scale: last slot, a float.
+  float scale;
+  std::memcpy(&scale, &P.back(), sizeof scale);
+  EXPECT_EQ(scale, a.scale);
+  // Production mode does not zero the workspace (preprocess does).
+  EXPECT_EQ(mock.memsets(), 0);
+}
+
+TEST_F(MockDriverTest, RequestedGridSizeAndItsLimit) {
+  mock.reset(132, 2, kSlots);
+  dash_bwd_args a = makeArgs();
+  a.num_units = 7;
+  dash_bwd_info info;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, &info), DASH_SUCCESS) << err();
+  EXPECT_EQ((*mock.launches())[1].grid, 7u);
+  a.num_units = 264;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, &info), DASH_SUCCESS) << err();
+  EXPECT_EQ((*mock.launches())[4].grid, 264u);
+  a.num_units = 265;
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, &info), DASH_ERROR_TOO_MANY_UNITS);
+  EXPECT_NE(err().find("2 per SM x 132 SMs"), std::string::npos) << err();
+  EXPECT_EQ(mock.launches()->size(), 6u); // nothing launched for the refused call
+  // After a launch, check() knows the device.
+  a.num_units = 0;
+  ASSERT_EQ(dash_attention_bwd_check(rt, &a, &info), DASH_SUCCESS);
+  EXPECT_EQ(info.num_units, 264);
+}
+
+TEST_F(MockDriverTest, AutoLaunchesTheResolvedKernel) {
+  dash_bwd_args a = makeArgs(1, 2048, 2048, 8, 8);
+  a.policy = DASH_POLICY_AUTO;
+  dash_bwd_info launched, checked;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, &launched), DASH_SUCCESS) << err();
+  EXPECT_NE(launched.policy, DASH_POLICY_AUTO);
+  ASSERT_EQ(dash_attention_bwd_check(rt, &a, &checked), DASH_SUCCESS);
+  EXPECT_EQ(checked.policy, launched.policy);
+  EXPECT_STREQ(checked.kernel_name, launched.kernel_name);
+}
+
+TEST_F(MockDriverTest, DebugModeZeroesAndSynchronises) {
+  ASSERT_EQ(dash_runtime_set_debug(rt, 1), DASH_SUCCESS);
+  dash_bwd_args a = makeArgs();
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS) << err();
+  EXPECT_EQ(mock.memsets(), 1);
+  EXPECT_EQ(mock.syncs(), 3);
+}
+
+TEST_F(MockDriverTest, LaunchFailureNamesTheKernel) {
+  mock.failLaunch(1);
+  dash_bwd_args a = makeArgs();
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_DRIVER);
+  EXPECT_NE(err().find("cuLaunchKernel failed"), std::string::npos) << err();
+  EXPECT_NE(err().find("preprocess of d128_causal_br_descending_det"), std::string::npos) << err();
+}
+
+TEST_F(MockDriverTest, OccupancyZeroIsAnError) {
+  mock.reset(132, 0, kSlots);
+  dash_bwd_args a = makeArgs();
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_DRIVER);
+  EXPECT_NE(err().find("cannot be resident"), std::string::npos) << err();
+}
+
+} // namespace

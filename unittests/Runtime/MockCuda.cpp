@@ -1,0 +1,137 @@
+//===- MockCuda.cpp - Fake libcuda.so.1 for the runtime tests -------------===//
+//
+// Part of the DASH project.
+//
+// Just enough of the driver API for the runtime's launch path: it records
+// every launch (function, grid, block, shared memory and the first
+// mock_param_slots 8-byte kernel parameters) so the tests can check the
+// packed kernel ABI without a GPU. Knobs and records are reached through
+// the mock_* functions (dlsym on the same handle the runtime dlopen'ed).
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+struct MockLaunch {
+  std::string function;
+  unsigned grid, block, smem;
+  void *stream;
+  std::vector<uint64_t> params;
+};
+
+namespace {
+int g_sms = 132, g_occupancy = 1, g_paramSlots = 0, g_initCalls = 0,
+    g_memsets = 0, g_syncs = 0;
+bool g_failLaunch = false;
+CUcontext g_current = nullptr;
+std::vector<std::string> g_functions; // CUfunction = index + 1
+std::vector<MockLaunch> g_launches;
+std::vector<std::pair<std::string, int>> g_smemAttr;
+} // namespace
+
+extern "C" {
+// --- test hooks
+__attribute__((visibility("default"))) void mock_reset(int sms, int occupancy, int paramSlots) {
+  g_sms = sms;
+  g_occupancy = occupancy;
+  g_paramSlots = paramSlots;
+  g_failLaunch = false;
+  g_launches.clear();
+  g_smemAttr.clear();
+  g_initCalls = g_memsets = g_syncs = 0;
+}
+__attribute__((visibility("default"))) void mock_fail_launch(int fail) { g_failLaunch = fail != 0; }
+__attribute__((visibility("default"))) int mock_init_calls() { return g_initCalls; }
+__attribute__((visibility("default"))) int mock_memsets() { return g_memsets; }
+__attribute__((visibility("default"))) int mock_syncs() { return g_syncs; }
+__attribute__((visibility("default"))) const std::vector<MockLaunch> *mock_launches() { return &g_launches; }
+__attribute__((visibility("default"))) const std::vector<std::pair<std::string, int>> *mock_smem_attrs() { return &g_smemAttr; }
+
+// --- driver API
+CUresult cuInit(unsigned) { ++g_initCalls; return CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return CUDA_SUCCESS; }
+CUresult cuGetErrorString(CUresult, const char **s) { *s = "mock error"; return CUDA_SUCCESS; }
+CUresult cuGetErrorName(CUresult, const char **s) { *s = "CUDA_ERROR_MOCK"; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice *d, int) { *d = 0; return CUDA_SUCCESS; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
+CUresult cuDeviceGetName(char *n, int len, CUdevice) { std::strncpy(n, "MOCK", len); return CUDA_SUCCESS; }
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice) {
+  *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? g_sms : 1;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice) { *c = reinterpret_cast<CUcontext>(0x1000); return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult cuCtxGetCurrent(CUcontext *c) { *c = g_current; return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext c) { g_current = c; return CUDA_SUCCESS; }
+CUresult cuCtxGetDevice(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+CUresult cuCtxPushCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxPopCurrent(CUcontext *c) { *c = g_current; return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize() { ++g_syncs; return CUDA_SUCCESS; }
+CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+  if (std::strncmp(static_cast<const char *>(image), "FAKE CUBIN", 10) != 0)
+    return CUDA_ERROR_INVALID_IMAGE;
+  *m = reinterpret_cast<CUmodule>(0x2000);
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule, const char *name) {
+  g_functions.push_back(name);
+  *f = reinterpret_cast<CUfunction>(uintptr_t(g_functions.size()));
+  return CUDA_SUCCESS;
+}
+static std::string fname(CUfunction f) {
+  size_t i = reinterpret_cast<uintptr_t>(f);
+  return i >= 1 && i <= g_functions.size() ? g_functions[i - 1] : "?";
+}
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    g_smemAttr.push_back({fname(f), v});
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute, CUfunction) { *v = 0; return CUDA_SUCCESS; }
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction, int, size_t) {
+  *n = g_occupancy;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
+  *p = reinterpret_cast<CUdeviceptr>(std::aligned_alloc(256, (n + 255) / 256 * 256));
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFree(CUdeviceptr p) { std::free(reinterpret_cast<void *>(p)); return CUDA_SUCCESS; }
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
+  ++g_memsets;
+  std::memset(reinterpret_cast<void *>(p), v, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD16Async(CUdeviceptr, unsigned short, size_t, CUstream) { return CUDA_SUCCESS; }
+CUresult cuMemcpyHtoD(CUdeviceptr, const void *, size_t) { return CUDA_SUCCESS; }
+CUresult cuMemcpyDtoH(void *, CUdeviceptr, size_t) { return CUDA_SUCCESS; }
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned,
+                        unsigned smem, CUstream s, void **params, void **) {
+  if (g_failLaunch)
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  MockLaunch l{fname(f), gx, bx, smem, s, {}};
+  for (int i = 0; i < g_paramSlots; ++i) {
+    uint64_t v;
+    std::memcpy(&v, params[i], sizeof v);
+    l.params.push_back(v);
+  }
+  g_launches.push_back(l);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamCreate(CUstream *s, unsigned) { *s = nullptr; return CUDA_SUCCESS; }
+CUresult cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamQuery(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(CUstream) { ++g_syncs; return CUDA_SUCCESS; }
+CUresult cuEventCreate(CUevent *e, unsigned) { *e = nullptr; return CUDA_SUCCESS; }
+CUresult cuEventDestroy(CUevent) { return CUDA_SUCCESS; }
+CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult cuEventElapsedTime(float *ms, CUevent, CUevent) { *ms = 1.0f; return CUDA_SUCCESS; }
+}
