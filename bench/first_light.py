@@ -39,7 +39,9 @@ class Kernel:
         for role, k in self.m["kernels"].items():
             f = ctypes.c_void_p()
             check(cuda.cuModuleGetFunction(ctypes.byref(f), self.module, k["entry"].encode()), "getFunction")
-            if k["shared_bytes"] > 48 * 1024:
+            # Always opt in: the kernels' own static shared memory (1 B for the
+            # dynamic-smem symbol) counts against the 48 KiB default too.
+            if k["shared_bytes"] > 0:
                 check(cuda.cuFuncSetAttribute(f, 8, k["shared_bytes"]), "setAttr")  # MAX_DYNAMIC_SHARED
             self.funcs[role] = f
 

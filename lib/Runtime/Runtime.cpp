@@ -738,8 +738,10 @@ dash_status ensureKernel(dash_runtime *rt, CtxState &c, int k) {
       return fail(DASH_ERROR_DRIVER, rt->drv.describe("cuModuleGetFunction", r) +
                                          ": entry \"" + e.e.entry + "\"" + where);
     }
-    // Above 48 KiB dynamic shared memory must be opted into per function.
-    if (e.e.sharedBytes > 48 * 1024) {
+    // Opt in whenever dynamic shared memory is used: the kernel's own static
+    // shared memory (the dynamic-smem symbol takes 1 B, HOPPER.md P4) counts
+    // against the 48 KiB default too, so exactly 48 KiB dynamic would fail.
+    if (e.e.sharedBytes > 0) {
       r = rt->drv.cuFuncSetAttribute(
           *e.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
           int(e.e.sharedBytes));

@@ -58,9 +58,11 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     so its adds are performed before the CTA barrier, then thread 0 releases
     and increments. Non-deterministic mode adds without waiting.
 
-    This first-light main kernel computes the tile products on the CUDA
-    cores (fp32 FMA from bf16 operands in shared memory); the WGMMA/TMA
-    warp-specialised pipeline replaces that part (docs/GPU.md). The kernel
+    The tile products run on the tensor cores with warp-level
+    `mma.sync.m16n8k16` (bf16 in, f32 accumulate; 8 warps, each owning a
+    16-row slice; dK/dV accumulate in registers for the whole walk), or with
+    `mma=simt` on the CUDA cores (the first-light reference path). The
+    WGMMA/TMA warp-specialised pipeline is the next step (docs/GPU.md). The kernel
     ABI (argument order, memref descriptors, scale as an argument) is in
     docs/Runtime.md; the host function keeps only its `return`: the
     runtime, not MLIR, launches the kernels.
@@ -68,8 +70,12 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"256",
            "threads per CTA of every kernel">,
+    Option<"mma", "mma", "std::string", /*default=*/"\"sync\"",
+           "tile products: sync (tensor cores, mma.sync m16n8k16; needs "
+           "64x64 tiles and 256 threads) or simt (CUDA-core FMA, any tile)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",

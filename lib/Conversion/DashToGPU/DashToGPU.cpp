@@ -123,6 +123,62 @@ struct Kernel {
                                     LLVM::LLVMPointerType::get(b.getContext()),
                                     i64);
   }
+  Value isThread0() {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                 g.idx(0));
+  }
+  /// Deterministic mode, before the dQ adds: thread 0 spins with acquire
+  /// loads until the row's semaphore equals `rank`; the barrier holds the
+  /// CTA until then.
+  void waitForRank(Value semPtr, Value rank) {
+    Value rank32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
+    g.when(isThread0(), [&] {
+      scf::WhileOp::create(
+          b, loc, TypeRange{}, ValueRange{},
+          [&](OpBuilder &nb, Location l, ValueRange) {
+            Value seen = LLVM::LoadOp::create(
+                nb, l, nb.getI32Type(), semPtr, /*alignment=*/4, false, false,
+                false, false, LLVM::AtomicOrdering::acquire, "device");
+            Value wait = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                               seen, rank32);
+            scf::ConditionOp::create(nb, l, wait, ValueRange{});
+          },
+          [&](OpBuilder &nb, Location l, ValueRange) {
+            scf::YieldOp::create(nb, l);
+          });
+    });
+    barrier();
+  }
+  /// After the dQ adds: every thread's adds are performed (fence) before
+  /// the barrier; then thread 0 hands the row to the next rank.
+  void releaseRank(Value semPtr) {
+    LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
+    barrier();
+    g.when(isThread0(), [&] {
+      // fence + relaxed add: LLVM 22.1 lowers a `release` atomicrmw to a
+      // relaxed atom anyway (HOPPER.md P15).
+      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
+      Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
+      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, semPtr, one,
+                                LLVM::AtomicOrdering::monotonic, "device");
+    });
+  }
+  /// Copies rows [row0, row0 + rows) of head `head` of a BSHD tensor into a
+  /// [tileRows, D] shared tile; rows past the end (or past `rows`) are 0.
+  void stageRows(Value src, Value dst, Value bb, Value row0, Value rows,
+                 Value head, Value seqLen, int64_t tileRows, int64_t d) {
+    Type elt = cast<MemRefType>(dst.getType()).getElementType();
+    Value cD = g.idx(d), last = g.sub(seqLen, g.idx(1));
+    ctaLoop(g.mul(g.idx(tileRows), cD), [&](Value e) {
+      Value r = g.div(e, cD), c = g.rem(e, cD);
+      Value row = g.minIdx(g.add(row0, r), last);
+      Value x = memref::LoadOp::create(b, loc, src,
+                                       ValueRange{bb, row, head, c});
+      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+      x = arith::SelectOp::create(b, loc, g.lt(r, rows), x, zero);
+      memref::StoreOp::create(b, loc, x, dst, ValueRange{r, c});
+    });
+  }
   /// 2^x with ex2.approx.ftz (no libdevice, as FA3).
   Value exp2(Value x) {
     return LLVM::CallIntrinsicOp::create(
@@ -178,10 +234,22 @@ struct ConvertDashToGPUPass
                                  "[128, 1024]";
     int64_t bm = op.getTiling().getBlockM(), bn = op.getTiling().getBlockN();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
-    // Shared memory of main: K and V tiles (input type), P and dS (f32).
+    bool useMma = mma == "sync";
+    if (!useMma && mma != "simt")
+      return op.emitOpError() << "unknown mma mode '" << mma
+                              << "'; expected sync or simt";
+    if (useMma && (bm != 64 || bn != 64 || threads != 256 || !elt.isBF16()))
+      return op.emitOpError()
+             << "mma=sync needs 64x64 tiles, 256 threads and bf16 (got "
+             << bm << "x" << bn << ", " << (int64_t)threads << " threads, " << elt
+             << "); use mma=simt or dash-tile=\"block-m=64 block-n=64\"";
+    // Shared memory of main. simt: K, V (input type), P, dS (f32).
+    // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = 2 * kvBytes + 2 * pBytes;
+    int64_t sharedBytes = useMma ? 2 * kvBytes + 2 * bm * D * eltBytes +
+                                       3 * bm * bn * eltBytes
+                                 : 2 * kvBytes + 2 * pBytes;
     if (sharedBytes > 227 * 1024)
       return op.emitOpError() << "tile " << bm << "x" << bn << " with D = "
                               << D << " needs " << sharedBytes
@@ -208,12 +276,16 @@ struct ConvertDashToGPUPass
     config.append("block_n", b.getI64IntegerAttr(bn));
     config.append("threads", b.getI64IntegerAttr(threads));
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
+    config.append("mma", b.getStringAttr(mma));
     gpuModule->setAttr("dash.config", config.getDictionary(ctx));
 
     SmallVector<Type> argTypes = kernelArgTypes(ctx, elt, D);
     b.setInsertionPointToStart(gpuModule.getBody());
     buildPreprocess(b, loc, argTypes, D);
-    buildMain(b, loc, argTypes, op, D, bm, bn, eltBytes);
+    if (useMma)
+      buildMainMma(b, loc, argTypes, op, D);
+    else
+      buildMain(b, loc, argTypes, op, D, bm, bn, eltBytes);
     buildPostprocess(b, loc, argTypes, D);
     op.erase();
     return success();
@@ -318,21 +390,10 @@ struct ConvertDashToGPUPass
       Value hkv = g.div(h, g.div(H, Hkv));
       Value kv0 = g.mul(kv, cBn);
       Value kvRows = g.minIdx(cBn, g.sub(Sk, kv0));
-      Value lastKey = g.sub(Sk, g.idx(1));
 
       // Stage K and V; rows past S_k are zeros.
-      k.ctaLoop(g.mul(cBn, cD), [&](Value e) {
-        Value j = g.div(e, cD), d = g.rem(e, cD);
-        Value row = g.minIdx(g.add(kv0, j), lastKey);
-        Value valid = g.lt(j, kvRows);
-        Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
-        for (auto [src, dst] : {std::pair{kK, Kt}, {kV, Vt}}) {
-          Value x = memref::LoadOp::create(b, loc, k.arg(src),
-                                           ValueRange{bb, row, hkv, d});
-          x = arith::SelectOp::create(b, loc, valid, x, zero);
-          memref::StoreOp::create(b, loc, x, dst, ValueRange{j, d});
-        }
-      });
+      k.stageRows(k.arg(kK), Kt, bb, kv0, kvRows, hkv, Sk, bn, D);
+      k.stageRows(k.arg(kV), Vt, bb, kv0, kvRows, hkv, Sk, bn, D);
       k.barrier();
 
       g.loop(len, [&](Value step) {
@@ -396,28 +457,7 @@ struct ConvertDashToGPUPass
         Value semPtr;
         if (det) {
           semPtr = k.elementPtr(k.arg(kSem), {bb, h, qt});
-          Value rank32 =
-              arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
-          g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       k.tid, g.idx(0)),
-                 [&] {
-                   // Spin until the rows' earlier ranks have added.
-                   scf::WhileOp::create(
-                       b, loc, TypeRange{}, ValueRange{},
-                       [&](OpBuilder &nb, Location l, ValueRange) {
-                         Value seen = LLVM::LoadOp::create(
-                             nb, l, nb.getI32Type(), semPtr, /*alignment=*/4,
-                             false, false, false, false,
-                             LLVM::AtomicOrdering::acquire, "device");
-                         Value wait = arith::CmpIOp::create(
-                             nb, l, arith::CmpIPredicate::ne, seen, rank32);
-                         scf::ConditionOp::create(nb, l, wait, ValueRange{});
-                       },
-                       [&](OpBuilder &nb, Location l, ValueRange) {
-                         scf::YieldOp::create(nb, l);
-                       });
-                 });
-          k.barrier();
+          k.waitForRank(semPtr, rank);
         }
         k.ctaLoop(g.mul(cBm, cD), [&](Value e) {
           Value i = g.div(e, cD), d = g.rem(e, cD);
@@ -431,28 +471,269 @@ struct ConvertDashToGPUPass
                                         ValueRange{bb, h, g.add(q0, i), d});
           });
         });
-        if (det) {
-          // Every thread's adds are performed before the barrier; then one
-          // release increment hands the row to the next rank.
-          LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
-                                "device");
-          k.barrier();
-          g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       k.tid, g.idx(0)),
-                 [&] {
-                   // fence + relaxed add: LLVM 22.1 lowers a `release`
-                   // atomicrmw to a relaxed atom anyway (HOPPER.md P15).
-                   LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
-                                         "device");
-                   Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
-                   LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
-                                             semPtr, one,
-                                             LLVM::AtomicOrdering::monotonic,
-                                             "device");
-                 });
-        }
+        if (det)
+          k.releaseRank(semPtr);
         k.barrier(); // P, dS are rewritten by the next step
       });
+      k.barrier(); // K, V are rewritten by the next item
+    });
+    gpu::ReturnOp::create(b, loc);
+  }
+
+  // The tensor-core main kernel: same schedule, staging and semaphore
+  // protocol as buildMain, with the five products on mma.sync.m16n8k16.
+  //
+  // Warp layout (8 warps, 64x64 tiles): warp w owns rows 16*(w%4) of every
+  // product and column half w/4 (32 of the 64 KV columns for S/dP, D/2 of
+  // the D columns for dV/dK/dQ). Fragment layout of m16n8k16 for lane l,
+  // g = l/4, t = l%4: A regs (row g | g+8, cols 2t..2t+1 | +8), B regs
+  // (k rows 2t..2t+1 | +8, col g), C regs c0,c1 = (g, 2t..2t+1),
+  // c2,c3 = (g+8, 2t..2t+1).
+  void buildMainMma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                    ScheduledAttentionBwdOp op, int64_t D) {
+    constexpr int64_t bm = 64, bn = 64;
+    OpBuilder::InsertionGuard guard(b);
+    auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
+    b.setInsertionPointToStart(&func.getBody().front());
+    Kernel k(b, loc, func, threads);
+    LoopGen &g = k.g;
+    MLIRContext *ctx = b.getContext();
+    Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
+    Type f32 = b.getF32Type(), i32 = b.getI32Type(), i16 = b.getIntegerType(16);
+    bool causal = op.getMask() == Mask::Causal;
+    bool det = op.getDeterministic();
+    bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
+
+    auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value base = gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
+    int64_t offset = 0;
+    auto view = [&](int64_t rows, int64_t cols) {
+      Value v = memref::ViewOp::create(
+          b, loc, MemRefType::get({rows, cols}, elt, nullptr, wg), base,
+          g.idx(offset), ValueRange{});
+      offset += rows * cols * 2;
+      return v;
+    };
+    Value Kt = view(bn, D), Vt = view(bn, D), Qs = view(bm, D),
+          dOs = view(bm, D), Pt = view(bn, bm), dSt = view(bn, bm),
+          dSs = view(bm, bn);
+
+    Value Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), Sk = k.dim(kK, 1),
+          Hkv = k.dim(kK, 2);
+    Value off = bottomRight ? g.sub(Sk, Sq) : g.idx(0);
+    Value scaleLog2 = g.mul(k.arg(kScale), g.f32(kLog2e));
+    Value unit = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value lane = g.rem(k.tid, g.idx(32)), warp = g.div(k.tid, g.idx(32));
+    Value gq = g.div(lane, g.idx(4)), tq = g.rem(lane, g.idx(4));
+    Value rowBase = g.mul(g.rem(warp, g.idx(4)), g.idx(16)); // 16-row slice
+    Value half = g.div(warp, g.idx(4));                       // column half
+    Value gq8 = g.add(gq, g.idx(8)), t2 = g.mul(tq, g.idx(2));
+
+    // Two bf16 -> one i32 register (lo in the low half, as mma expects).
+    auto pack = [&](Value lo, Value hi) {
+      auto bits = [&](Value x) {
+        Value i = arith::BitcastOp::create(b, loc, i16, x);
+        return arith::ExtUIOp::create(b, loc, i32, i).getResult();
+      };
+      Value h = arith::ShLIOp::create(
+          b, loc, bits(hi), arith::ConstantIntOp::create(b, loc, 16, 32));
+      return arith::OrIOp::create(b, loc, bits(lo), h).getResult();
+    };
+    auto ld = [&](Value m, Value r, Value c) {
+      return memref::LoadOp::create(b, loc, m, ValueRange{r, c}).getResult();
+    };
+    // Pair along the row (K contiguous in memory) / down the column.
+    auto pairRow = [&](Value m, Value r, Value c) {
+      return pack(ld(m, r, c), ld(m, r, g.add(c, g.idx(1))));
+    };
+    auto pairCol = [&](Value m, Value r, Value c) {
+      return pack(ld(m, r, c), ld(m, g.add(r, g.idx(1)), c));
+    };
+    auto structTy = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    auto mmaOp = [&](ArrayRef<Value> a, ArrayRef<Value> bfrag,
+                     ArrayRef<Value> c) {
+      Value res = NVVM::MmaOp::create(
+          b, loc, structTy, a, bfrag, c, {16, 8, 16}, std::nullopt,
+          std::nullopt,
+          std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                        NVVM::MMATypes::bf16},
+          std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                         NVVM::MMALayout::col});
+      SmallVector<Value, 4> out;
+      for (int64_t i = 0; i < 4; ++i)
+        out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
+      return out;
+    };
+    // A fragment of a row-major [rows, K] tile at (r0, k0).
+    auto fragA = [&](Value m, Value r0, int64_t k0) {
+      Value r = g.add(r0, gq), r8 = g.add(r0, gq8);
+      Value c = g.add(g.idx(k0), t2), c8 = g.add(c, g.idx(8));
+      return SmallVector<Value, 4>{pairRow(m, r, c), pairRow(m, r8, c),
+                                   pairRow(m, r, c8), pairRow(m, r8, c8)};
+    };
+    // B fragment (K x 8) read from a tile stored [n][k] (K contiguous).
+    auto fragBT = [&](Value m, Value n0, int64_t k0) {
+      Value n = g.add(n0, gq), kk = g.add(g.idx(k0), t2);
+      return SmallVector<Value, 2>{pairRow(m, n, kk),
+                                   pairRow(m, n, g.add(kk, g.idx(8)))};
+    };
+    // B fragment read from a tile stored [k][n] (N contiguous).
+    auto fragB = [&](Value m, Value n0, int64_t k0) {
+      Value n = g.add(n0, gq), kk = g.add(g.idx(k0), t2);
+      return SmallVector<Value, 2>{pairCol(m, kk, n),
+                                   pairCol(m, g.add(kk, g.idx(8)), n)};
+    };
+    auto zeros = [&](int64_t n) {
+      return SmallVector<Value>(n, g.f32(0.0));
+    };
+
+    RegionMapping map;
+    Arg opArgs[] = {kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv};
+    for (auto [i, a] : llvm::enumerate(opArgs))
+      map.operands.map(op->getOperand(i), k.arg(a));
+    map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+
+    const int64_t dTiles = D / 16;     // n-tiles of 8 per warp in D/2 columns
+    const int64_t accSize = dTiles * 4; // f32 per thread per D-wide product
+    Value colD = g.mul(half, g.idx(D / 2));
+
+    Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
+    g.loop(numItems, [&](Value item) {
+      SmallVector<Value> w =
+          inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
+      Value bb = w[0], h = w[1], kv = w[2], len = w[3];
+      Value hkv = g.div(h, g.div(H, Hkv));
+      Value kv0 = g.mul(kv, g.idx(bn));
+      Value kvRows = g.minIdx(g.idx(bn), g.sub(Sk, kv0));
+      k.stageRows(k.arg(kK), Kt, bb, kv0, kvRows, hkv, Sk, bn, D);
+      k.stageRows(k.arg(kV), Vt, bb, kv0, kvRows, hkv, Sk, bn, D);
+
+      // dV and dK live in registers for the whole walk.
+      SmallVector<Value> init = zeros(2 * accSize);
+      auto walk = scf::ForOp::create(
+          b, loc, g.idx(0), len, g.idx(1), init,
+          [&](OpBuilder &nb, Location, Value step, ValueRange acc) {
+            OpBuilder::InsertionGuard ig(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            SmallVector<Value> dV(acc.begin(), acc.begin() + accSize);
+            SmallVector<Value> dK(acc.begin() + accSize, acc.end());
+            Value qt = inlineScheduleRegion(b, op.getVisit(),
+                                            {bb, h, kv, step}, map)[0];
+            Value rank =
+                inlineScheduleRegion(b, op.getRank(), {bb, h, kv, qt}, map)[0];
+            Value q0 = g.mul(qt, g.idx(bm));
+            Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
+            k.barrier(); // the previous step is done with Q, dO, P, dS
+            k.stageRows(k.arg(kQ), Qs, bb, q0, qRows, h, Sq, bm, D);
+            k.stageRows(k.arg(kDO), dOs, bb, q0, qRows, h, Sq, bm, D);
+            k.barrier();
+
+            // S = Q K^T and dP = dO V^T: 4 n-tiles of this warp's 32 cols.
+            SmallVector<SmallVector<Value, 4>> S(4), dP(4);
+            for (int64_t nt = 0; nt < 4; ++nt) {
+              S[nt] = SmallVector<Value, 4>(4, g.f32(0.0));
+              dP[nt] = S[nt];
+            }
+            Value colS = g.mul(half, g.idx(32));
+            for (int64_t k0 = 0; k0 < D; k0 += 16) {
+              SmallVector<Value, 4> aQ = fragA(Qs, rowBase, k0);
+              SmallVector<Value, 4> aO = fragA(dOs, rowBase, k0);
+              for (int64_t nt = 0; nt < 4; ++nt) {
+                Value n0 = g.add(colS, g.idx(nt * 8));
+                S[nt] = mmaOp(aQ, fragBT(Kt, n0, k0), S[nt]);
+                dP[nt] = mmaOp(aO, fragBT(Vt, n0, k0), dP[nt]);
+              }
+            }
+            // P and dS per accumulator element; stored as P^T, dS^T, dS.
+            for (int64_t nt = 0; nt < 4; ++nt)
+              for (int64_t r = 0; r < 4; ++r) {
+                Value i = g.add(rowBase, r < 2 ? gq : gq8);
+                Value j = g.add(g.add(colS, g.idx(nt * 8)),
+                                g.add(t2, g.idx(r % 2)));
+                Value gi = g.add(q0, i), gj = g.add(kv0, j);
+                Value row = g.minIdx(gi, g.sub(Sq, g.idx(1)));
+                Value p = k.exp2(g.sub(g.mul(S[nt][r], scaleLog2),
+                                       g.load(k.arg(kLse2), {bb, h, row})));
+                Value valid = g.andI(g.lt(i, qRows), g.lt(j, kvRows));
+                if (causal)
+                  valid = g.andI(valid, arith::CmpIOp::create(
+                                            b, loc, arith::CmpIPredicate::sle,
+                                            gj, g.add(gi, off)));
+                p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
+                Value ds = g.mul(
+                    p, g.sub(dP[nt][r], g.load(k.arg(kDPsum), {bb, h, row})));
+                Value pb = arith::TruncFOp::create(b, loc, elt, p);
+                Value dsb = arith::TruncFOp::create(b, loc, elt, ds);
+                memref::StoreOp::create(b, loc, pb, Pt, ValueRange{j, i});
+                memref::StoreOp::create(b, loc, dsb, dSt, ValueRange{j, i});
+                memref::StoreOp::create(b, loc, dsb, dSs, ValueRange{i, j});
+              }
+            k.barrier();
+
+            // dV += P^T dO, dK += dS^T Q (rows j = this warp's slice).
+            for (int64_t k0 = 0; k0 < bm; k0 += 16) {
+              SmallVector<Value, 4> aP = fragA(Pt, rowBase, k0);
+              SmallVector<Value, 4> aS = fragA(dSt, rowBase, k0);
+              for (int64_t nt = 0; nt < dTiles; ++nt) {
+                Value n0 = g.add(colD, g.idx(nt * 8));
+                ArrayRef<Value> cv(dV.data() + nt * 4, 4),
+                    ck(dK.data() + nt * 4, 4);
+                SmallVector<Value, 4> nv = mmaOp(aP, fragB(dOs, n0, k0), cv);
+                SmallVector<Value, 4> nk = mmaOp(aS, fragB(Qs, n0, k0), ck);
+                std::copy(nv.begin(), nv.end(), dV.begin() + nt * 4);
+                std::copy(nk.begin(), nk.end(), dK.begin() + nt * 4);
+              }
+            }
+            // dQ partial = dS K (rows i = this warp's slice).
+            SmallVector<Value> dQ = zeros(accSize);
+            for (int64_t k0 = 0; k0 < bn; k0 += 16) {
+              SmallVector<Value, 4> aS = fragA(dSs, rowBase, k0);
+              for (int64_t nt = 0; nt < dTiles; ++nt) {
+                Value n0 = g.add(colD, g.idx(nt * 8));
+                ArrayRef<Value> cq(dQ.data() + nt * 4, 4);
+                SmallVector<Value, 4> nq = mmaOp(aS, fragB(Kt, n0, k0), cq);
+                std::copy(nq.begin(), nq.end(), dQ.begin() + nt * 4);
+              }
+            }
+            Value semPtr;
+            if (det) {
+              semPtr = k.elementPtr(k.arg(kSem), {bb, h, qt});
+              k.waitForRank(semPtr, rank);
+            }
+            for (int64_t nt = 0; nt < dTiles; ++nt)
+              for (int64_t r = 0; r < 4; ++r) {
+                Value i = g.add(rowBase, r < 2 ? gq : gq8);
+                Value d = g.add(g.add(colD, g.idx(nt * 8)),
+                                g.add(t2, g.idx(r % 2)));
+                g.when(g.lt(i, qRows), [&] {
+                  memref::AtomicRMWOp::create(
+                      b, loc, arith::AtomicRMWKind::addf, dQ[nt * 4 + r],
+                      k.arg(kDqAcc), ValueRange{bb, h, g.add(q0, i), d});
+                });
+              }
+            if (det)
+              k.releaseRank(semPtr);
+            SmallVector<Value> next(dV);
+            next.append(dK);
+            scf::YieldOp::create(b, loc, next);
+          });
+      // The walk's dK/dV: this item owns rows kv0.. of its query head.
+      ValueRange acc = walk.getResults();
+      for (int64_t nt = 0; nt < dTiles; ++nt)
+        for (int64_t r = 0; r < 4; ++r) {
+          Value j = g.add(rowBase, r < 2 ? gq : gq8);
+          Value d =
+              g.add(g.add(colD, g.idx(nt * 8)), g.add(t2, g.idx(r % 2)));
+          g.when(g.lt(j, kvRows), [&] {
+            Value row = g.add(kv0, j);
+            memref::StoreOp::create(b, loc, acc[nt * 4 + r], k.arg(kDvAcc),
+                                    ValueRange{bb, h, row, d});
+            memref::StoreOp::create(b, loc, acc[accSize + nt * 4 + r],
+                                    k.arg(kDkAcc), ValueRange{bb, h, row, d});
+          });
+        }
       k.barrier(); // K, V are rewritten by the next item
     });
     gpu::ReturnOp::create(b, loc);

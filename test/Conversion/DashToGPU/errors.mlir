@@ -1,4 +1,4 @@
-// RUN: not dash-opt %s -split-input-file --dash-tile --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s
+// RUN: not dash-opt %s -split-input-file --dash-tile --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=simt 2>&1 | FileCheck %s
 
 // CHECK: error: 'dash.scheduled_attention_bwd' op the GPU kernels write gradients in the input element type; f32 gradients are a CPU-loops feature for now
 !a = memref<1x128x2x64xbf16>

@@ -1,5 +1,7 @@
-// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=simt --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=simt --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=MMA
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s --check-prefix=MMATILE
 
 // Run-time B, S, H and strides (one kernel for every shape), causal d=128.
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
@@ -10,7 +12,7 @@
 // CHECK: func.func @bwd
 // CHECK-NEXT: return
 // The config the AOT step writes into the manifest.
-// CHECK: gpu.module @dash_kernels attributes {dash.config = {align = "bottom_right", block_m = 64 : i64, block_n = 64 : i64, deterministic = true, element_type = "bf16", head_dim = 128 : i64, mask = "causal", policy = "descending", shared_bytes = 65536 : i64, threads = 256 : i64}}
+// CHECK: gpu.module @dash_kernels attributes {dash.config = {align = "bottom_right", block_m = 64 : i64, block_n = 64 : i64, deterministic = true, element_type = "bf16", head_dim = 128 : i64, mask = "causal", mma = "simt", policy = "descending", shared_bytes = 65536 : i64, threads = 256 : i64}}
 // The ABI: user tensors, workspace, scale (docs/Runtime.md).
 // CHECK: gpu.func @dash_bwd_preprocess(%{{.*}}: memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> {dash.name = "q"}
 // CHECK-SAME: {dash.name = "dq_accum"}
@@ -37,6 +39,18 @@
 // CHECK: llvm.fence syncscope("device") release
 // CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic
 // CHECK: gpu.func @dash_bwd_postprocess
+
+// Tensor cores (default): 5 products per task on mma.sync m16n8k16 bf16;
+// dV/dK are loop-carried registers of the walk (64 f32 per thread at D=128).
+// MMA: shared_bytes = 90112 : i64
+// MMA: gpu.func @dash_bwd_main
+// MMA: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// MMA: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// MMA: scf.while
+// MMA: memref.atomic_rmw addf
+// MMA: llvm.atomicrmw add
+// MMA: gpu.func @dash_bwd_postprocess
+// MMATILE: error: 'dash.scheduled_attention_bwd' op mma=sync needs 64x64 tiles, 256 threads and bf16 (got 64x128, 256 threads, 'bf16'); use mma=simt or dash-tile="block-m=64 block-n=64"
 
 // NONDET: gpu.func @dash_bwd_main
 // NONDET-NOT: scf.while

@@ -1,0 +1,239 @@
+//===- FuzzRuntime.cpp - libFuzzer target: runtime argument validation ---===//
+//
+// Part of the DASH project. Arbitrary shapes, strides, pointers, dtypes and
+// flags go through dash_attention_bwd_check(), dash_workspace_bytes() and
+// dash_attention_bwd() of a runtime loaded from the gtest fixture manifests
+// (unittests/Runtime/Inputs/kernels, or $DASH_FUZZ_KERNEL_DIR) with a
+// libcuda path that does not exist: no call may crash, none may launch
+// (dash_attention_bwd must fail: validation error or NO_DRIVER), and every
+// error must come with a message.
+//
+// Enum fields (dtype, align, policy) are filled with in-range values only
+// unless DASH_FUZZ_WILD_ENUMS=1: a C/ctypes caller can pass any int, but
+// loading such a value through a C++ enum lvalue is UB that UBSan's
+// -fsanitize=enum reports (see docs/Testing.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dash/Runtime/Runtime.h"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#ifndef DASH_FUZZ_KERNEL_DIR
+#error "DASH_FUZZ_KERNEL_DIR must name the fixture kernel directory"
+#endif
+
+namespace {
+
+dash_runtime *gRt = nullptr;
+bool gWildEnums = false;
+
+[[noreturn]] void fail(const char *what, dash_status st) {
+  std::fprintf(stderr, "dash-fuzz-runtime: %s (status %d %s: %s)\n", what,
+               int(st), dash_status_name(st), dash_runtime_last_error(gRt));
+  std::abort();
+}
+
+template <typename E> E enumValue(FuzzedDataProvider &fdp, int maxValid) {
+  int v = gWildEnums && fdp.ConsumeIntegralInRange<int>(0, 7) == 0
+              ? fdp.ConsumeIntegral<int32_t>()
+              : fdp.ConsumeIntegralInRange<int>(0, maxValid);
+  E e;
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
+  std::memcpy(&e, &v, sizeof e); // what a C caller's bytes look like
+  return e;
+}
+
+int64_t extent(FuzzedDataProvider &fdp, int64_t typical) {
+  switch (fdp.ConsumeIntegralInRange<int>(0, 9)) {
+  case 0:
+    return fdp.ConsumeIntegral<int64_t>();
+  case 1:
+    return fdp.ConsumeIntegralInRange<int64_t>(-2, 1);
+  case 2:
+    return (int64_t(1) << fdp.ConsumeIntegralInRange<int>(20, 62)) +
+           fdp.ConsumeIntegralInRange<int64_t>(-1, 1);
+  default:
+    return typical;
+  }
+}
+
+struct Dims {
+  int64_t B, Sq, Sk, Hq, Hkv, D;
+};
+
+// Contiguous BSHD (or BHSD-permuted) strides, then maybe mutated.
+void fillTensor(FuzzedDataProvider &fdp, dash_tensor &t, int rank,
+                const int64_t *shape, dash_dtype dt, uintptr_t base) {
+  t.rank = fdp.ConsumeIntegralInRange<int>(0, 15) == 0
+               ? fdp.ConsumeIntegral<int32_t>()
+               : rank;
+  t.dtype = fdp.ConsumeIntegralInRange<int>(0, 7) == 0
+                ? enumValue<dash_dtype>(fdp, 3)
+                : dt;
+  uintptr_t addr = base;
+  switch (fdp.ConsumeIntegralInRange<int>(0, 15)) {
+  case 0:
+    addr = 0;
+    break;
+  case 1:
+    addr += fdp.ConsumeIntegralInRange<int>(1, 15); // misaligned
+    break;
+  case 2:
+    addr = fdp.ConsumeIntegral<uintptr_t>();
+    break;
+  case 3:
+    addr = 0x100000000ull; // aliases another tensor
+    break;
+  default:
+    break;
+  }
+  t.data = reinterpret_cast<void *>(addr);
+  const bool permuted = rank == 4 && fdp.ConsumeBool();
+  int64_t s = 1;
+  for (int i = 0; i < 4; ++i)
+    t.shape[i] = t.strides[i] = 0;
+  for (int i = rank - 1; i >= 0; --i) {
+    t.shape[i] = shape[i];
+    t.strides[i] = s;
+    s *= shape[i];
+  }
+  if (permuted) { // BHSD memory: strides {H*S*D, D, S*D, 1}
+    t.strides[1] = shape[3];
+    t.strides[2] = shape[1] * shape[3];
+  }
+  int mutations = fdp.ConsumeIntegralInRange<int>(0, 2);
+  for (int k = 0; k < mutations; ++k) {
+    int i = fdp.ConsumeIntegralInRange<int>(0, 3);
+    if (fdp.ConsumeBool())
+      t.shape[i] = extent(fdp, t.shape[i] + 1);
+    else
+      t.strides[i] = extent(fdp, t.strides[i] * 2);
+  }
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  const char *dir = std::getenv("DASH_FUZZ_KERNEL_DIR");
+  if (!dir)
+    dir = DASH_FUZZ_KERNEL_DIR;
+  const char *wild = std::getenv("DASH_FUZZ_WILD_ENUMS");
+  gWildEnums = wild && std::strcmp(wild, "1") == 0;
+  dash_status st =
+      dash_runtime_create_ex(dir, "/nonexistent/dash-fuzz/libcuda.so.1", &gRt);
+  if (st != DASH_SUCCESS || dash_runtime_num_kernels(gRt) == 0) {
+    std::fprintf(stderr, "dash-fuzz-runtime: cannot load %s: %s\n", dir,
+                 dash_runtime_last_error(gRt));
+    std::exit(1);
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  FuzzedDataProvider fdp(data, size);
+  static const int64_t kD[] = {64, 128, 64, 128, 96, 256, 1, 0};
+  Dims d;
+  d.B = fdp.ConsumeIntegralInRange<int64_t>(1, 4);
+  d.Sq = fdp.ConsumeIntegralInRange<int64_t>(1, 4096);
+  d.Sk = fdp.ConsumeBool() ? d.Sq : fdp.ConsumeIntegralInRange<int64_t>(1, 4096);
+  d.Hkv = fdp.ConsumeIntegralInRange<int64_t>(1, 8);
+  d.Hq = d.Hkv * fdp.ConsumeIntegralInRange<int64_t>(1, 4);
+  d.D = fdp.PickValueInArray(kD);
+  // Rare wild dimensions (huge, negative) before the tensors are built.
+  if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0) {
+    int64_t *f[] = {&d.B, &d.Sq, &d.Sk, &d.Hq, &d.Hkv};
+    *f[fdp.ConsumeIntegralInRange<int>(0, 4)] = extent(fdp, 1);
+  }
+  dash_dtype dt = fdp.ConsumeBool() ? DASH_DTYPE_BF16 : DASH_DTYPE_F16;
+
+  dash_bwd_args a;
+  std::memset(&a, 0, sizeof a);
+  const int64_t qs[4] = {d.B, d.Sq, d.Hq, d.D}, ks[4] = {d.B, d.Sk, d.Hkv, d.D},
+                ls[3] = {d.B, d.Hq, d.Sq};
+  uintptr_t base = 0x100000000ull;
+  auto next = [&] { return base += 0x10000000ull; };
+  fillTensor(fdp, a.q, 4, qs, dt, next());
+  fillTensor(fdp, a.k, 4, ks, dt, next());
+  fillTensor(fdp, a.v, 4, ks, dt, next());
+  fillTensor(fdp, a.o, 4, qs, dt, next());
+  fillTensor(fdp, a.dO, 4, qs, dt, next());
+  fillTensor(fdp, a.lse, 3, ls, DASH_DTYPE_F32, next());
+  fillTensor(fdp, a.dq, 4, qs, dt, next());
+  fillTensor(fdp, a.dk, 4, ks, dt, next());
+  fillTensor(fdp, a.dv, 4, ks, dt, next());
+  a.causal = fdp.ConsumeIntegralInRange<int>(0, 15) == 0
+                 ? fdp.ConsumeIntegral<int32_t>()
+                 : fdp.ConsumeIntegralInRange<int32_t>(0, 1);
+  a.align = enumValue<dash_align>(fdp, 2);
+  static const float kScales[] = {0.088f, 0.125f, 1.0f, 0.0f, -1.0f,
+                                  1e-30f, 1e30f,  __builtin_inff(),
+                                  __builtin_nanf("")};
+  a.scale = fdp.PickValueInArray(kScales);
+  a.deterministic = fdp.ConsumeIntegralInRange<int>(0, 15) == 0
+                        ? fdp.ConsumeIntegral<int32_t>()
+                        : fdp.ConsumeIntegralInRange<int32_t>(0, 1);
+  a.policy = enumValue<dash_policy>(fdp, 5);
+  a.num_units = fdp.ConsumeBool() ? 0
+                : fdp.ConsumeBool()
+                    ? fdp.ConsumeIntegralInRange<int64_t>(1, 300)
+                    : fdp.ConsumeIntegral<int64_t>();
+
+  // Device limits: none (G checks skipped unless num_units), or injected.
+  if (fdp.ConsumeBool()) {
+    dash_device_props props{fdp.ConsumeIntegralInRange<int32_t>(-1, 200),
+                            fdp.ConsumeIntegralInRange<int32_t>(-1, 4)};
+    if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0)
+      props.num_sms = fdp.ConsumeIntegral<int32_t>();
+    dash_status st = dash_runtime_set_device_props(gRt, &props);
+    if (st != DASH_SUCCESS && *dash_runtime_last_error(gRt) == '\0')
+      fail("set_device_props failed without a message", st);
+  } else {
+    dash_runtime_set_device_props(gRt, nullptr);
+  }
+
+  dash_bwd_info info;
+  std::memset(&info, 0xAB, sizeof info);
+  dash_status st = dash_attention_bwd_check(gRt, &a, &info);
+  if (int(st) < DASH_SUCCESS || int(st) > DASH_ERROR_OUT_OF_MEMORY)
+    fail("check returned an unknown status", st);
+  if (st != DASH_SUCCESS) {
+    if (*dash_runtime_last_error(gRt) == '\0')
+      fail("check failed without a message", st);
+  } else {
+    if (std::memchr(info.kernel_name, 0, sizeof info.kernel_name) == nullptr ||
+        info.kernel_name[0] == '\0')
+      fail("check succeeded without a kernel name", st);
+    if (info.block_m <= 0 || info.block_n <= 0 || info.threads <= 0 ||
+        info.workspace_bytes <= 0 || info.num_units < 0)
+      fail("check succeeded with nonsense info", st);
+    int64_t bytes = -1;
+    dash_status ws = dash_workspace_bytes(gRt, &a, &bytes);
+    if (ws != DASH_SUCCESS || bytes != info.workspace_bytes)
+      fail("workspace_bytes disagrees with check", ws);
+  }
+  (void)dash_attention_bwd_check(gRt, &a, nullptr);
+
+  // No driver: the launch path must refuse, never run.
+  dash_status launch = dash_attention_bwd(gRt, &a, nullptr, nullptr);
+  if (launch == DASH_SUCCESS)
+    fail("dash_attention_bwd succeeded without a driver", launch);
+  if (*dash_runtime_last_error(gRt) == '\0')
+    fail("dash_attention_bwd failed without a message", launch);
+  if (st != DASH_SUCCESS && launch != st && launch != DASH_ERROR_NO_DRIVER)
+    fail("launch and check disagree", launch);
+
+  // Misc C API entry points on fuzz bytes.
+  std::string name = fdp.ConsumeRemainingBytesAsString();
+  dash_policy pol;
+  if (dash_policy_parse(name.c_str(), &pol) &&
+      (int(pol) < 0 || int(pol) > DASH_POLICY_SYMMETRIC_SHIFT))
+    fail("policy_parse returned an unknown policy", DASH_SUCCESS);
+  (void)dash_runtime_kernel_description(gRt, int32_t(name.size()) - 3);
+  return 0;
+}
