@@ -32,6 +32,18 @@ namespace {
 
 dash_runtime *gRt = nullptr;
 bool gWildEnums = false;
+bool gPrint = false; // DASH_FUZZ_PRINT=1: print the decoded arguments
+
+void printTensor(const char *name, const dash_tensor &t) {
+  std::fprintf(stderr,
+               "  %-3s data=%p rank=%d dtype=%d shape={%lld,%lld,%lld,%lld} "
+               "strides={%lld,%lld,%lld,%lld}\n",
+               name, t.data, t.rank, int(t.dtype), (long long)t.shape[0],
+               (long long)t.shape[1], (long long)t.shape[2],
+               (long long)t.shape[3], (long long)t.strides[0],
+               (long long)t.strides[1], (long long)t.strides[2],
+               (long long)t.strides[3]);
+}
 
 [[noreturn]] void fail(const char *what, dash_status st) {
   std::fprintf(stderr, "dash-fuzz-runtime: %s (status %d %s: %s)\n", what,
@@ -133,6 +145,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     dir = DASH_FUZZ_KERNEL_DIR;
   const char *wild = std::getenv("DASH_FUZZ_WILD_ENUMS");
   gWildEnums = wild && std::strcmp(wild, "1") == 0;
+  const char *print = std::getenv("DASH_FUZZ_PRINT");
+  gPrint = print && std::strcmp(print, "1") == 0;
   dash_status st =
       dash_runtime_create_ex(dir, "/nonexistent/dash-fuzz/libcuda.so.1", &gRt);
   if (st != DASH_SUCCESS || dash_runtime_num_kernels(gRt) == 0) {
@@ -198,11 +212,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                             fdp.ConsumeIntegralInRange<int32_t>(-1, 4)};
     if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0)
       props.num_sms = fdp.ConsumeIntegral<int32_t>();
+    if (gPrint)
+      std::fprintf(stderr, "device props: num_sms=%d blocks_per_sm=%d\n",
+                   props.num_sms, props.blocks_per_sm);
     dash_status st = dash_runtime_set_device_props(gRt, &props);
     if (st != DASH_SUCCESS && *dash_runtime_last_error(gRt) == '\0')
       fail("set_device_props failed without a message", st);
   } else {
     dash_runtime_set_device_props(gRt, nullptr);
+  }
+
+  if (gPrint) {
+    std::fprintf(stderr, "dash_bwd_args:\n");
+    printTensor("q", a.q), printTensor("k", a.k), printTensor("v", a.v);
+    printTensor("o", a.o), printTensor("dO", a.dO), printTensor("lse", a.lse);
+    printTensor("dq", a.dq), printTensor("dk", a.dk), printTensor("dv", a.dv);
+    std::fprintf(stderr,
+                 "  causal=%d align=%d scale=%g deterministic=%d policy=%d "
+                 "num_units=%lld\n",
+                 a.causal, int(a.align), double(a.scale), a.deterministic,
+                 int(a.policy), (long long)a.num_units);
   }
 
   dash_bwd_info info;
@@ -214,11 +243,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (*dash_runtime_last_error(gRt) == '\0')
       fail("check failed without a message", st);
   } else {
-    if (std::memchr(info.kernel_name, 0, sizeof info.kernel_name) == nullptr ||
-        info.kernel_name[0] == '\0')
-      fail("check succeeded without a kernel name", st);
-    if (info.block_m <= 0 || info.block_n <= 0 || info.threads <= 0 ||
-        info.workspace_bytes <= 0 || info.num_units < 0)
+    if (std::memchr(info.kernel_name, 0, sizeof info.kernel_name) == nullptr)
+      fail("check left kernel_name unterminated", st);
+    // policy AUTO with G unknown: no kernel is selected yet (Runtime.h).
+    const bool selected = info.policy != DASH_POLICY_AUTO;
+    if (selected != (info.kernel_name[0] != '\0'))
+      fail("kernel name present iff the policy is resolved", st);
+    if (selected && (info.block_m <= 0 || info.block_n <= 0 || info.threads <= 0))
+      fail("check selected a kernel with nonsense info", st);
+    if (info.workspace_bytes <= 0 || info.num_units < 0 ||
+        (info.policy == DASH_POLICY_AUTO && info.num_units != 0))
       fail("check succeeded with nonsense info", st);
     int64_t bytes = -1;
     dash_status ws = dash_workspace_bytes(gRt, &a, &bytes);
