@@ -31,6 +31,13 @@ using namespace mlir::dash::detail;
 
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
+/// Row padding of the mma kernel's shared tiles, in elements.
+constexpr int64_t kPad = 8;
+/// Shared memory of the mma main kernel (64x64 tiles, bf16): K, V, Q, dO
+/// as [64][D + pad] and P^T, dS^T, dS as [64][64 + pad].
+int64_t mmaSharedBytes(int64_t d) {
+  return 4 * 64 * (d + kPad) * 2 + 3 * 64 * (64 + kPad) * 2;
+}
 
 /// Kernel arguments, in ABI order (docs/Runtime.md).
 enum Arg : unsigned {
@@ -247,9 +254,7 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = useMma ? 2 * kvBytes + 2 * bm * D * eltBytes +
-                                       3 * bm * bn * eltBytes
-                                 : 2 * kvBytes + 2 * pBytes;
+    int64_t sharedBytes = useMma ? mmaSharedBytes(D) : 2 * kvBytes + 2 * pBytes;
     if (sharedBytes > 227 * 1024)
       return op.emitOpError() << "tile " << bm << "x" << bn << " with D = "
                               << D << " needs " << sharedBytes
@@ -499,7 +504,7 @@ struct ConvertDashToGPUPass
     LoopGen &g = k.g;
     MLIRContext *ctx = b.getContext();
     Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
-    Type f32 = b.getF32Type(), i32 = b.getI32Type(), i16 = b.getIntegerType(16);
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
     bool causal = op.getMask() == Mask::Causal;
     bool det = op.getDeterministic();
     bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
@@ -508,17 +513,21 @@ struct ConvertDashToGPUPass
     Value base = gpu::DynamicSharedMemoryOp::create(
         b, loc,
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
+    // Rows are padded by 8 elements (16 B) so the 8 row addresses of an
+    // ldmatrix land in 8 different bank groups (no conflicts).
     int64_t offset = 0;
     auto view = [&](int64_t rows, int64_t cols) {
       Value v = memref::ViewOp::create(
-          b, loc, MemRefType::get({rows, cols}, elt, nullptr, wg), base,
+          b, loc,
+          MemRefType::get({rows, cols + kPad}, elt, nullptr, wg), base,
           g.idx(offset), ValueRange{});
-      offset += rows * cols * 2;
+      offset += rows * (cols + kPad) * 2;
       return v;
     };
     Value Kt = view(bn, D), Vt = view(bn, D), Qs = view(bm, D),
           dOs = view(bm, D), Pt = view(bn, bm), dSt = view(bn, bm),
           dSs = view(bm, bn);
+    assert(offset == mmaSharedBytes(D) && "shared-memory size out of sync");
 
     Value Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), Sk = k.dim(kK, 1),
           Hkv = k.dim(kK, 2);
@@ -531,26 +540,6 @@ struct ConvertDashToGPUPass
     Value half = g.div(warp, g.idx(4));                       // column half
     Value gq8 = g.add(gq, g.idx(8)), t2 = g.mul(tq, g.idx(2));
 
-    // Two bf16 -> one i32 register (lo in the low half, as mma expects).
-    auto pack = [&](Value lo, Value hi) {
-      auto bits = [&](Value x) {
-        Value i = arith::BitcastOp::create(b, loc, i16, x);
-        return arith::ExtUIOp::create(b, loc, i32, i).getResult();
-      };
-      Value h = arith::ShLIOp::create(
-          b, loc, bits(hi), arith::ConstantIntOp::create(b, loc, 16, 32));
-      return arith::OrIOp::create(b, loc, bits(lo), h).getResult();
-    };
-    auto ld = [&](Value m, Value r, Value c) {
-      return memref::LoadOp::create(b, loc, m, ValueRange{r, c}).getResult();
-    };
-    // Pair along the row (K contiguous in memory) / down the column.
-    auto pairRow = [&](Value m, Value r, Value c) {
-      return pack(ld(m, r, c), ld(m, r, g.add(c, g.idx(1))));
-    };
-    auto pairCol = [&](Value m, Value r, Value c) {
-      return pack(ld(m, r, c), ld(m, g.add(r, g.idx(1)), c));
-    };
     auto structTy = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
     auto mmaOp = [&](ArrayRef<Value> a, ArrayRef<Value> bfrag,
                      ArrayRef<Value> c) {
@@ -566,24 +555,55 @@ struct ConvertDashToGPUPass
         out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
       return out;
     };
-    // A fragment of a row-major [rows, K] tile at (r0, k0).
+    // ldmatrix.x4: lane l addresses row (l % 8) of 8x8 matrix l / 8; the
+    // caller maps (matrix, row) to a tile position. Results: one i32 (two
+    // b16) per matrix, in the mma fragment layout (trans: column-major).
+    auto ldsm = [&](Value m, function_ref<std::pair<Value, Value>(Value, Value)>
+                                 pos,
+                    bool trans) {
+      Value mi = g.div(lane, g.idx(8)), r = g.rem(lane, g.idx(8));
+      auto [row, col] = pos(mi, r);
+      int64_t ld = cast<MemRefType>(m.getType()).getDimSize(1);
+      Value addr = g.add(
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m),
+          g.mul(g.add(g.mul(row, g.idx(ld)), col), g.idx(2)));
+      Value ptr = LLVM::IntToPtrOp::create(
+          b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+          arith::IndexCastOp::create(b, loc, b.getI64Type(), addr).getResult());
+      auto structTy4 =
+          LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+      Value res = NVVM::LdMatrixOp::create(
+          b, loc, structTy4, ptr, 4,
+          trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+          NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+          NVVM::LdStMatrixEltType::B16);
+      SmallVector<Value, 4> out;
+      for (int64_t i = 0; i < 4; ++i)
+        out.push_back(LLVM::ExtractValueOp::create(b, loc, res, i));
+      return out;
+    };
+    // A fragment (16 x 16) of a row-major [rows, K] tile at (r0, k0):
+    // matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), rows first.
     auto fragA = [&](Value m, Value r0, int64_t k0) {
-      Value r = g.add(r0, gq), r8 = g.add(r0, gq8);
-      Value c = g.add(g.idx(k0), t2), c8 = g.add(c, g.idx(8));
-      return SmallVector<Value, 4>{pairRow(m, r, c), pairRow(m, r8, c),
-                                   pairRow(m, r, c8), pairRow(m, r8, c8)};
+      return ldsm(m, [&](Value mi, Value r) {
+        return std::pair{g.add(g.add(r0, r), g.mul(g.rem(mi, g.idx(2)), g.idx(8))),
+                         g.add(g.idx(k0), g.mul(g.div(mi, g.idx(2)), g.idx(8)))};
+      }, /*trans=*/false);
     };
-    // B fragment (K x 8) read from a tile stored [n][k] (K contiguous).
-    auto fragBT = [&](Value m, Value n0, int64_t k0) {
-      Value n = g.add(n0, gq), kk = g.add(g.idx(k0), t2);
-      return SmallVector<Value, 2>{pairRow(m, n, kk),
-                                   pairRow(m, n, g.add(kk, g.idx(8)))};
+    // B fragments of two 8-column n-tiles (n0, n0 + 8), K = 16 at k0, from a
+    // tile stored [n][k]: returns {b0, b1} of n0 then {b0, b1} of n0 + 8.
+    auto fragBT2 = [&](Value m, Value n0, int64_t k0) {
+      return ldsm(m, [&](Value mi, Value r) {
+        return std::pair{g.add(g.add(n0, r), g.mul(g.div(mi, g.idx(2)), g.idx(8))),
+                         g.add(g.idx(k0), g.mul(g.rem(mi, g.idx(2)), g.idx(8)))};
+      }, /*trans=*/false);
     };
-    // B fragment read from a tile stored [k][n] (N contiguous).
-    auto fragB = [&](Value m, Value n0, int64_t k0) {
-      Value n = g.add(n0, gq), kk = g.add(g.idx(k0), t2);
-      return SmallVector<Value, 2>{pairCol(m, kk, n),
-                                   pairCol(m, g.add(kk, g.idx(8)), n)};
+    // The same from a tile stored [k][n] (ldmatrix.trans).
+    auto fragB2 = [&](Value m, Value n0, int64_t k0) {
+      return ldsm(m, [&](Value mi, Value r) {
+        return std::pair{g.add(g.add(g.idx(k0), r), g.mul(g.rem(mi, g.idx(2)), g.idx(8))),
+                         g.add(n0, g.mul(g.div(mi, g.idx(2)), g.idx(8)))};
+      }, /*trans=*/true);
     };
     auto zeros = [&](int64_t n) {
       return SmallVector<Value>(n, g.f32(0.0));
@@ -640,12 +660,25 @@ struct ConvertDashToGPUPass
             for (int64_t k0 = 0; k0 < D; k0 += 16) {
               SmallVector<Value, 4> aQ = fragA(Qs, rowBase, k0);
               SmallVector<Value, 4> aO = fragA(dOs, rowBase, k0);
-              for (int64_t nt = 0; nt < 4; ++nt) {
+              for (int64_t nt = 0; nt < 4; nt += 2) {
                 Value n0 = g.add(colS, g.idx(nt * 8));
-                S[nt] = mmaOp(aQ, fragBT(Kt, n0, k0), S[nt]);
-                dP[nt] = mmaOp(aO, fragBT(Vt, n0, k0), dP[nt]);
+                SmallVector<Value, 4> bK = fragBT2(Kt, n0, k0);
+                SmallVector<Value, 4> bV = fragBT2(Vt, n0, k0);
+                for (int64_t u = 0; u < 2; ++u) {
+                  S[nt + u] = mmaOp(aQ, {bK[2 * u], bK[2 * u + 1]}, S[nt + u]);
+                  dP[nt + u] =
+                      mmaOp(aO, {bV[2 * u], bV[2 * u + 1]}, dP[nt + u]);
+                }
               }
             }
+            // lse_log2 and dPsum of this thread's two rows.
+            Value lastRow = g.sub(Sq, g.idx(1));
+            Value rowA = g.minIdx(g.add(q0, g.add(rowBase, gq)), lastRow);
+            Value rowB = g.minIdx(g.add(q0, g.add(rowBase, gq8)), lastRow);
+            Value lseR[2] = {g.load(k.arg(kLse2), {bb, h, rowA}),
+                             g.load(k.arg(kLse2), {bb, h, rowB})};
+            Value dpsR[2] = {g.load(k.arg(kDPsum), {bb, h, rowA}),
+                             g.load(k.arg(kDPsum), {bb, h, rowB})};
             // P and dS per accumulator element; stored as P^T, dS^T, dS.
             for (int64_t nt = 0; nt < 4; ++nt)
               for (int64_t r = 0; r < 4; ++r) {
@@ -653,17 +686,14 @@ struct ConvertDashToGPUPass
                 Value j = g.add(g.add(colS, g.idx(nt * 8)),
                                 g.add(t2, g.idx(r % 2)));
                 Value gi = g.add(q0, i), gj = g.add(kv0, j);
-                Value row = g.minIdx(gi, g.sub(Sq, g.idx(1)));
-                Value p = k.exp2(g.sub(g.mul(S[nt][r], scaleLog2),
-                                       g.load(k.arg(kLse2), {bb, h, row})));
+                Value p = k.exp2(g.sub(g.mul(S[nt][r], scaleLog2), lseR[r / 2]));
                 Value valid = g.andI(g.lt(i, qRows), g.lt(j, kvRows));
                 if (causal)
                   valid = g.andI(valid, arith::CmpIOp::create(
                                             b, loc, arith::CmpIPredicate::sle,
                                             gj, g.add(gi, off)));
                 p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
-                Value ds = g.mul(
-                    p, g.sub(dP[nt][r], g.load(k.arg(kDPsum), {bb, h, row})));
+                Value ds = g.mul(p, g.sub(dP[nt][r], dpsR[r / 2]));
                 Value pb = arith::TruncFOp::create(b, loc, elt, p);
                 Value dsb = arith::TruncFOp::create(b, loc, elt, ds);
                 memref::StoreOp::create(b, loc, pb, Pt, ValueRange{j, i});
@@ -676,25 +706,36 @@ struct ConvertDashToGPUPass
             for (int64_t k0 = 0; k0 < bm; k0 += 16) {
               SmallVector<Value, 4> aP = fragA(Pt, rowBase, k0);
               SmallVector<Value, 4> aS = fragA(dSt, rowBase, k0);
-              for (int64_t nt = 0; nt < dTiles; ++nt) {
+              for (int64_t nt = 0; nt < dTiles; nt += 2) {
                 Value n0 = g.add(colD, g.idx(nt * 8));
-                ArrayRef<Value> cv(dV.data() + nt * 4, 4),
-                    ck(dK.data() + nt * 4, 4);
-                SmallVector<Value, 4> nv = mmaOp(aP, fragB(dOs, n0, k0), cv);
-                SmallVector<Value, 4> nk = mmaOp(aS, fragB(Qs, n0, k0), ck);
-                std::copy(nv.begin(), nv.end(), dV.begin() + nt * 4);
-                std::copy(nk.begin(), nk.end(), dK.begin() + nt * 4);
+                SmallVector<Value, 4> bO = fragB2(dOs, n0, k0);
+                SmallVector<Value, 4> bQ = fragB2(Qs, n0, k0);
+                for (int64_t u = 0; u < 2; ++u) {
+                  int64_t at = (nt + u) * 4;
+                  ArrayRef<Value> cv(dV.data() + at, 4), ck(dK.data() + at, 4);
+                  SmallVector<Value, 4> nv =
+                      mmaOp(aP, {bO[2 * u], bO[2 * u + 1]}, cv);
+                  SmallVector<Value, 4> nk =
+                      mmaOp(aS, {bQ[2 * u], bQ[2 * u + 1]}, ck);
+                  std::copy(nv.begin(), nv.end(), dV.begin() + at);
+                  std::copy(nk.begin(), nk.end(), dK.begin() + at);
+                }
               }
             }
             // dQ partial = dS K (rows i = this warp's slice).
             SmallVector<Value> dQ = zeros(accSize);
             for (int64_t k0 = 0; k0 < bn; k0 += 16) {
               SmallVector<Value, 4> aS = fragA(dSs, rowBase, k0);
-              for (int64_t nt = 0; nt < dTiles; ++nt) {
+              for (int64_t nt = 0; nt < dTiles; nt += 2) {
                 Value n0 = g.add(colD, g.idx(nt * 8));
-                ArrayRef<Value> cq(dQ.data() + nt * 4, 4);
-                SmallVector<Value, 4> nq = mmaOp(aS, fragB(Kt, n0, k0), cq);
-                std::copy(nq.begin(), nq.end(), dQ.begin() + nt * 4);
+                SmallVector<Value, 4> bK = fragB2(Kt, n0, k0);
+                for (int64_t u = 0; u < 2; ++u) {
+                  int64_t at = (nt + u) * 4;
+                  ArrayRef<Value> cq(dQ.data() + at, 4);
+                  SmallVector<Value, 4> nq =
+                      mmaOp(aS, {bK[2 * u], bK[2 * u + 1]}, cq);
+                  std::copy(nq.begin(), nq.end(), dQ.begin() + at);
+                }
               }
             }
             Value semPtr;

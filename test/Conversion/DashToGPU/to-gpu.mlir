@@ -42,9 +42,10 @@
 
 // Tensor cores (default): 5 products per task on mma.sync m16n8k16 bf16;
 // dV/dK are loop-carried registers of the walk (64 f32 per thread at D=128).
-// MMA: shared_bytes = 90112 : i64
+// MMA: shared_bytes = 97280 : i64
 // MMA: gpu.func @dash_bwd_main
 // MMA: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// MMA: nvvm.ldmatrix
 // MMA: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // MMA: scf.while
 // MMA: memref.atomic_rmw addf
