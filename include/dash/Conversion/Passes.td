@@ -76,6 +76,7 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
