@@ -173,6 +173,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   p.mask = fdp.ConsumeBool() ? Mask::Causal : Mask::Full;
   p.align = fdp.ConsumeBool() ? CausalAlign::TopLeft : CausalAlign::BottomRight;
   p.numUnits = dim(fdp, 160);
+  // Large grids too, but at most 2^16 units: runEngine() allocates per-SM
+  // state for every one of G (or residentUnits) SMs, so G = 2^31 asks for
+  // tens of GB (reported: fuzz/regressions/README.md, engine-huge-grid).
+  if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0)
+    p.numUnits = fdp.ConsumeIntegralInRange<int64_t>(161, int64_t(1) << 16);
   switch (fdp.ConsumeIntegralInRange<int>(0, 3)) {
   case 0:
     p.residentUnits = 0;
@@ -202,6 +207,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   Policy pol = static_cast<Policy>(fdp.ConsumeIntegralInRange<int>(0, 5));
 
+  if (p.numUnits > (int64_t(1) << 16) && p.numUnits <= (int64_t(1) << 31))
+    p.numUnits = int64_t(1) << 16; // engine-huge-grid, see above
+  if (p.residentUnits > (int64_t(1) << 16) && p.residentUnits <= (int64_t(1) << 31))
+    p.residentUnits = int64_t(1) << 16;
   if (!boundedTasks(p))
     return -1; // reject: keep every run fast
   (void)validate(p);

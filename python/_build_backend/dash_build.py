@@ -21,6 +21,7 @@ What build_wheel does:
 """
 
 import base64
+import glob
 import hashlib
 import json
 import os
@@ -72,19 +73,66 @@ def _repo_root():
     return None
 
 
+def _is_python_wrapper(path):
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _tools(name):
+    """Executables called `name`, PATH first. pip's isolated build hides
+    site-packages, so the console-script wrappers of the `cmake` / `ninja`
+    PyPI packages (as in a venv's bin/) fail there with "No module named
+    cmake"; for those, the real binary inside the package is used."""
+    seen = []
+    dirs = os.environ.get("PATH", "").split(os.pathsep) + ["/usr/local/bin", "/usr/bin"]
+    for d in dirs:
+        p = os.path.join(d, name)
+        if not (os.path.isfile(p) and os.access(p, os.X_OK)):
+            continue
+        if _is_python_wrapper(p):
+            root = os.path.dirname(os.path.dirname(os.path.realpath(p)))
+            pattern = os.path.join(root, "lib", "python*", "site-packages", name, "data",
+                                   "bin", name)
+            cands = sorted(glob.glob(pattern))
+        else:
+            cands = [p]
+        for c in cands:
+            if c not in seen:
+                seen.append(c)
+    return seen
+
+
+def _working_tool(name, env_var):
+    explicit = os.environ.get(env_var)
+    for exe in ([explicit] if explicit else _tools(name)):
+        try:
+            r = subprocess.run([exe, "--version"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        except OSError:
+            continue
+        if r.returncode == 0:
+            return exe
+    return None
+
+
 def _build_native(repo, tmp):
     """Builds the two shared libraries with CMake; returns their directory."""
-    cmake = shutil.which("cmake")
+    cmake = _working_tool("cmake", "DASH_CMAKE")
     if not cmake:
         raise RuntimeError(
-            "dash_build: cmake not found. Install cmake, or build the libraries "
-            "yourself (ninja -C build dash_runtime dash_schedule_c) and set "
-            "DASH_LIB_DIR=build/lib")
+            "dash_build: no working cmake found (set DASH_CMAKE). Or build the "
+            "libraries yourself (ninja -C build dash_runtime dash_schedule_c) and "
+            "set DASH_LIB_DIR=build/lib")
     bdir = os.path.join(tmp, "cmake-build")
     cfg = [cmake, "-S", repo, "-B", bdir, "-DCMAKE_BUILD_TYPE=Release",
            "-DDASH_ENABLE_COMPILER=OFF", "-DDASH_ENABLE_TESTS=OFF"]
-    if shutil.which("ninja"):
-        cfg += ["-G", "Ninja"]
+    ninja = _working_tool("ninja", "DASH_NINJA")
+    if ninja:
+        cfg += ["-G", "Ninja", "-DCMAKE_MAKE_PROGRAM=" + ninja]
     cuda = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if cuda:
         cfg.append("-DDASH_CUDA_ROOT=" + cuda)
@@ -249,6 +297,21 @@ def get_requires_for_build_wheel(config_settings=None):
 
 def get_requires_for_build_editable(config_settings=None):
     return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    # Without this hook pip calls build_wheel twice (once for the metadata),
+    # which would run the CMake build twice.
+    proj = _project()
+    _, dist_info = _dist_info_name(proj)
+    d = os.path.join(metadata_directory, dist_info)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "METADATA"), "w", encoding="utf-8") as f:
+        f.write(_metadata(proj))
+    with open(os.path.join(d, "WHEEL"), "w") as f:
+        f.write("Wheel-Version: 1.0\nGenerator: dash_build\nRoot-Is-Purelib: false\n"
+                "Tag: py3-none-%s\n" % _platform_tag())
+    return dist_info
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

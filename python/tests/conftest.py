@@ -16,8 +16,15 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY_ROOT = os.path.dirname(HERE)
 REPO = os.path.dirname(PY_ROOT)
-if PY_ROOT not in sys.path:  # run from a checkout without installing
+try:  # an installed dash_attn (pip install ./python) is what gets tested
+    import dash_attn as _installed  # noqa: F401
+except ImportError:  # else the checkout's python/ (CI: DASH_LIB_DIR gives the libraries)
     sys.path.insert(0, PY_ROOT)
+
+
+def pytest_report_header(config):
+    import dash_attn
+    return "dash_attn from %s" % os.path.dirname(dash_attn.__file__)
 
 
 def pytest_configure(config):

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""DASH attention backward beside PyTorch's kernels, in one process (H200).
+
+For d in {64, 128}, mask in {full, causal}, s in {512, ..., 16384} with
+b = 16384 / s and h = 2048 / d (bf16): DASH with each legal schedule and
+auto, deterministic on and off; PyTorch SDPA flash, cuDNN and efficient
+backends, and FlexAttention (compiled once per shape, dynamic=False).
+Backward only (our pre/postprocess kernels included), median of >= 30 timed
+runs after warm-up, TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
+a bitwise-determinism column for every implementation, workspace bytes and
+peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists).
+
+  PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
+      [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
+      [--policies auto,all] [--no-flex] [--commit SHA]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+try:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError:  # pragma: no cover
+    SDPBackend = sdpa_kernel = None
+
+import dash_attn
+
+POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
+            "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
+
+
+def timed(fn, runs, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        st.record()
+        fn()
+        en.record()
+        en.synchronize()
+        times.append(st.elapsed_time(en))
+    return statistics.median(times)
+
+
+def digest(ts):
+    return tuple(hash(t.view(torch.int16).cpu().numpy().tobytes()) for t in ts)
+
+
+def bits_equal(fn, repeats):
+    first = digest(fn())
+    return all(digest(fn()) == first for _ in range(repeats - 1))
+
+
+def run_cell(d, mask, s, args, results):
+    b, h = 16384 // s, 2048 // d
+    causal = mask == "causal"
+    flops = 10 * b * h * s * s * d * (0.5 if causal else 1.0)
+    dev = "cuda"
+    torch.manual_seed(0)
+    # SDPA layout [B, H, S, D]; DASH reads it through layout="bhsd".
+    q, k, v = [torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3)]
+    do = torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16)
+    scale = d ** -0.5
+    cell = dict(d=d, mask=mask, s=s, b=b, h=h, flops=flops)
+
+    def record(impl, ms, det, extra=None):
+        r = dict(cell, impl=impl, ms=ms, tflops=flops / ms / 1e9 if ms else None,
+                 bitwise_deterministic=det)
+        r.update(extra or {})
+        results.append(r)
+        print("d=%-3d %-6s s=%-5d %-28s %9s ms %7s TFLOP/s  det=%s %s" % (
+            d, mask, s, impl, "%.3f" % ms if ms else "-",
+            "%.1f" % r["tflops"] if ms else "-", det,
+            " ".join("%s=%s" % kv for kv in (extra or {}).items())), flush=True)
+
+    # PyTorch backends: forward once, time autograd.grad of the backward.
+    backends = []
+    if sdpa_kernel is not None:
+        backends = [("sdpa-flash", SDPBackend.FLASH_ATTENTION),
+                    ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION),
+                    ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    for name, be in backends:
+        try:
+            with sdpa_kernel(be):
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+            fn = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
+            ms = timed(fn, args.runs)
+            det = bits_equal(fn, args.repeats)
+            torch.cuda.reset_peak_memory_stats()
+            fn()
+            record(name, ms, det, {"peak_bytes": torch.cuda.max_memory_allocated()})
+            del out
+        except Exception as e:  # a backend may refuse a shape
+            record(name, None, None, {"error": str(e).splitlines()[0][:120]})
+    if args.flex:
+        try:
+            from torch.nn.attention.flex_attention import flex_attention, create_block_mask
+            torch._dynamo.config.cache_size_limit = 1000
+            torch._dynamo.config.recompile_limit = 1000
+            bm = create_block_mask(lambda b_, h_, i, j: i >= j, None, None, s, s) if causal else None
+            flex = torch.compile(flex_attention, dynamic=False)
+            out = flex(q, k, v, block_mask=bm, scale=scale)
+            fn = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
+            ms = timed(fn, args.runs)
+            record("flex", ms, bits_equal(fn, args.repeats))
+            del out
+        except Exception as e:
+            record("flex", None, None, {"error": str(e).splitlines()[0][:120]})
+
+    # DASH: forward by SDPA's flash kernel (it returns the lse we take).
+    with torch.no_grad():
+        o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
+            q, k, v, 0.0, causal, False, scale=scale)[:2]
+    pols = ["auto"] + (POLICIES[mask] if args.all_policies else [])
+    for pol in pols:
+        for det in (True, False):
+            fn = lambda: dash_attn.attention_backward(
+                q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
+                scale=scale, deterministic=det, schedule=pol, layout="bhsd")
+            try:
+                fn()
+            except (ValueError, RuntimeError) as e:
+                record("dash-%s-%s" % (pol, "det" if det else "nondet"), None, None,
+                       {"error": str(e).splitlines()[0][:120]})
+                continue
+            ms = timed(fn, args.runs)
+            eq = bits_equal(fn, args.repeats)
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            fn()
+            extra = {"peak_extra_bytes": torch.cuda.max_memory_allocated() - base}
+            try:
+                extra.update(dash_attn.last_launch_info())
+            except Exception:
+                pass
+            record("dash-%s-%s" % (pol, "det" if det else "nondet"), ms, eq, extra)
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench: matplotlib missing, no plot")
+        return
+    cells = sorted({(r["d"], r["mask"]) for r in results})
+    fig, axes = plt.subplots(1, len(cells), figsize=(5 * len(cells), 4), squeeze=False)
+    for ax, (d, mask) in zip(axes[0], cells):
+        impls = sorted({r["impl"] for r in results if r["d"] == d and r["mask"] == mask})
+        for impl in impls:
+            pts = sorted((r["s"], r["tflops"]) for r in results
+                         if r["d"] == d and r["mask"] == mask and r["impl"] == impl and r["tflops"])
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=impl)
+        ax.set_xscale("log", base=2)
+        ax.set_title("d=%d %s" % (d, mask))
+        ax.set_xlabel("seqlen")
+        ax.set_ylabel("TFLOP/s (bwd)")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/results/latest")
+    ap.add_argument("--hdims", default="64,128")
+    ap.add_argument("--masks", default="full,causal")
+    ap.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--repeats", type=int, default=3, help="runs compared bitwise")
+    ap.add_argument("--all-policies", action="store_true")
+    ap.add_argument("--no-flex", dest="flex", action="store_false")
+    ap.add_argument("--commit", default=os.environ.get("DASH_COMMIT", "unknown"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    results = []
+    for d in map(int, args.hdims.split(",")):
+        for mask in args.masks.split(","):
+            for s in map(int, args.seqlens.split(",")):
+                run_cell(d, mask, s, args, results)
+                torch.cuda.empty_cache()
+    meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
+                cuda=torch.version.cuda, commit=args.commit, command=" ".join(sys.argv),
+                date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
+    with open(os.path.join(args.out, "attention_bwd.json"), "w") as f:
+        json.dump(dict(meta=meta, results=results), f, indent=1)
+    plot(results, os.path.join(args.out, "attention_bwd.png"))
+    print("bench: wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
