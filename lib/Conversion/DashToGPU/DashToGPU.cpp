@@ -35,9 +35,10 @@ constexpr double kLog2e = 1.4426950408889634;
 /// Row padding of the mma kernel's shared tiles, in elements.
 constexpr int64_t kPad = 8;
 /// Shared memory of the mma main kernel (64x64 tiles, bf16): K, V, Q, dO
-/// as [64][D + pad] and P^T, dS^T, dS as [64][64 + pad].
+/// as [64][D + pad], P^T, dS^T, dS as [64][64 + pad], and the f32 dQ
+/// partial [64][D] (unpadded: one bulk reduce reads it as one block).
 int64_t mmaSharedBytes(int64_t d) {
-  return 4 * 64 * (d + kPad) * 2 + 3 * 64 * (64 + kPad) * 2;
+  return 4 * 64 * (d + kPad) * 2 + 3 * 64 * (64 + kPad) * 2 + 64 * d * 4;
 }
 
 /// Kernel arguments, in ABI order (docs/Runtime.md).
@@ -135,26 +136,43 @@ struct Kernel {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                  g.idx(0));
   }
+  /// Spins (the calling thread) with acquire loads until *semPtr == rank.
+  void spinUntil(Value semPtr, Value rank) {
+    Value rank32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
+    scf::WhileOp::create(
+        b, loc, TypeRange{}, ValueRange{},
+        [&](OpBuilder &nb, Location l, ValueRange) {
+          Value seen = LLVM::LoadOp::create(
+              nb, l, nb.getI32Type(), semPtr, /*alignment=*/4, false, false,
+              false, false, LLVM::AtomicOrdering::acquire, "device");
+          Value wait = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                             seen, rank32);
+          scf::ConditionOp::create(nb, l, wait, ValueRange{});
+        },
+        [&](OpBuilder &nb, Location l, ValueRange) {
+          scf::YieldOp::create(nb, l);
+        });
+  }
+  /// Release increment by the calling thread: fence + relaxed add (LLVM
+  /// 22.1 lowers a `release` atomicrmw to a relaxed atom, HOPPER.md P15).
+  void releaseBy(Value semPtr) {
+    LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
+    Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, semPtr, one,
+                              LLVM::AtomicOrdering::monotonic, "device");
+  }
+  /// Shared-window pointer (!llvm.ptr<3>) to the start of a shared memref.
+  Value sharedPtr(Value memref) {
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), addr).getResult());
+  }
   /// Deterministic mode, before the dQ adds: thread 0 spins with acquire
   /// loads until the row's semaphore equals `rank`; the barrier holds the
   /// CTA until then.
   void waitForRank(Value semPtr, Value rank) {
-    Value rank32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
-    g.when(isThread0(), [&] {
-      scf::WhileOp::create(
-          b, loc, TypeRange{}, ValueRange{},
-          [&](OpBuilder &nb, Location l, ValueRange) {
-            Value seen = LLVM::LoadOp::create(
-                nb, l, nb.getI32Type(), semPtr, /*alignment=*/4, false, false,
-                false, false, LLVM::AtomicOrdering::acquire, "device");
-            Value wait = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
-                                               seen, rank32);
-            scf::ConditionOp::create(nb, l, wait, ValueRange{});
-          },
-          [&](OpBuilder &nb, Location l, ValueRange) {
-            scf::YieldOp::create(nb, l);
-          });
-    });
+    g.when(isThread0(), [&] { spinUntil(semPtr, rank); });
     barrier();
   }
   /// After the dQ adds: every thread's adds are performed (fence) before
@@ -162,14 +180,7 @@ struct Kernel {
   void releaseRank(Value semPtr) {
     LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
     barrier();
-    g.when(isThread0(), [&] {
-      // fence + relaxed add: LLVM 22.1 lowers a `release` atomicrmw to a
-      // relaxed atom anyway (HOPPER.md P15).
-      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
-      Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
-      LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, semPtr, one,
-                                LLVM::AtomicOrdering::monotonic, "device");
-    });
+    g.when(isThread0(), [&] { releaseBy(semPtr); });
   }
   /// Copies rows [row0, row0 + rows) of head `head` of a BSHD tensor into a
   /// [tileRows, D] shared tile; rows past the end (or past `rows`) are 0.
@@ -549,6 +560,10 @@ struct ConvertDashToGPUPass
     Value Kt = view(bn, D), Vt = view(bn, D), Qs = view(bm, D),
           dOs = view(bm, D), Pt = view(bn, bm), dSt = view(bn, bm),
           dSs = view(bm, bn);
+    Value dQs = memref::ViewOp::create(
+        b, loc, MemRefType::get({bm, D}, f32, nullptr, wg), base,
+        g.idx(offset), ValueRange{});
+    offset += bm * D * 4;
     assert(offset == mmaSharedBytes(D) && "shared-memory size out of sync");
 
     Value Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), Sk = k.dim(kK, 1),
@@ -641,6 +656,47 @@ struct ConvertDashToGPUPass
     const int64_t accSize = dTiles * 4; // f32 per thread per D-wide product
     Value colD = g.mul(half, g.idx(D / 2));
 
+    // Hands the staged dQ partial of Q tile `qt` (rank `rank`) to global
+    // memory: thread 0 waits for the row's turn, adds the whole tile with one
+    // bulk reduce (TMA unit, fp32 add), waits for it to COMPLETE (not just
+    // to have read shared memory), then releases the row. Deferred by one
+    // step so the wait overlaps the next step's S/dP products.
+    auto flush = [&](Value bb, Value h, Value qt, Value rank, Value pending) {
+      Value doIt = g.andI(arith::CmpIOp::create(b, loc,
+                                                arith::CmpIPredicate::ne,
+                                                pending, g.idx(0)),
+                          k.isThread0());
+      g.when(doIt, [&] {
+        Value semPtr;
+        if (det) {
+          semPtr = k.elementPtr(k.arg(kSem), {bb, h, qt});
+          k.spinUntil(semPtr, rank);
+          NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                     nullptr);
+        }
+        Value q0 = g.mul(qt, g.idx(bm));
+        Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
+        Value dst = LLVM::AddrSpaceCastOp::create(
+            b, loc, LLVM::LLVMPointerType::get(ctx, 1),
+            k.elementPtr(k.arg(kDqAcc), {bb, h, q0, g.idx(0)}));
+        Value src = k.sharedPtr(dQs);
+        Value bytes = arith::IndexCastOp::create(
+            b, loc, i32, g.mul(qRows, g.idx(D * 4)));
+        NVVM::InlinePtxOp::create(
+            b, loc, TypeRange{}, ValueRange{dst, src, bytes}, ValueRange{},
+            "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+            "[$0], [$1], $2;",
+            Value());
+        NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
+        if (det) {
+          NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                     nullptr);
+          k.releaseBy(semPtr);
+        }
+      });
+    };
+
     Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
     g.loop(numItems, [&](Value item) {
       SmallVector<Value> w =
@@ -652,15 +708,20 @@ struct ConvertDashToGPUPass
       k.stageRowsVec(k.arg(kK), Kt, bb, kv0, kvRows, hkv, Sk, bn, D);
       k.stageRowsVec(k.arg(kV), Vt, bb, kv0, kvRows, hkv, Sk, bn, D);
 
-      // dV and dK live in registers for the whole walk.
+      // dV and dK live in registers for the whole walk; the last three
+      // loop values are the pending dQ hand-off (Q tile, rank, pending?).
       SmallVector<Value> init = zeros(2 * accSize);
+      init.append({g.idx(0), g.idx(0), g.idx(0)});
       auto walk = scf::ForOp::create(
           b, loc, g.idx(0), len, g.idx(1), init,
           [&](OpBuilder &nb, Location, Value step, ValueRange acc) {
             OpBuilder::InsertionGuard ig(b);
             b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
             SmallVector<Value> dV(acc.begin(), acc.begin() + accSize);
-            SmallVector<Value> dK(acc.begin() + accSize, acc.end());
+            SmallVector<Value> dK(acc.begin() + accSize,
+                                  acc.begin() + 2 * accSize);
+            Value prevQ = acc[2 * accSize], prevRank = acc[2 * accSize + 1],
+                  pending = acc[2 * accSize + 2];
             Value qt = inlineScheduleRegion(b, op.getVisit(),
                                             {bb, h, kv, step}, map)[0];
             Value rank =
@@ -722,6 +783,7 @@ struct ConvertDashToGPUPass
                 memref::StoreOp::create(b, loc, dsb, dSt, ValueRange{j, i});
                 memref::StoreOp::create(b, loc, dsb, dSs, ValueRange{i, j});
               }
+            flush(bb, h, prevQ, prevRank, pending);
             k.barrier();
 
             // dV += P^T dO, dK += dS^T Q (rows j = this warp's slice).
@@ -760,30 +822,29 @@ struct ConvertDashToGPUPass
                 }
               }
             }
-            Value semPtr;
-            if (det) {
-              semPtr = k.elementPtr(k.arg(kSem), {bb, h, qt});
-              k.waitForRank(semPtr, rank);
-            }
+            // Stage the dQ partial; the next step (or the end of the walk)
+            // hands it over. Writers fence generic -> async proxy.
             for (int64_t nt = 0; nt < dTiles; ++nt)
               for (int64_t r = 0; r < 4; ++r) {
                 Value i = g.add(rowBase, r < 2 ? gq : gq8);
                 Value d = g.add(g.add(colD, g.idx(nt * 8)),
                                 g.add(t2, g.idx(r % 2)));
-                g.when(g.lt(i, qRows), [&] {
-                  memref::AtomicRMWOp::create(
-                      b, loc, arith::AtomicRMWKind::addf, dQ[nt * 4 + r],
-                      k.arg(kDqAcc), ValueRange{bb, h, g.add(q0, i), d});
-                });
+                memref::StoreOp::create(b, loc, dQ[nt * 4 + r], dQs,
+                                        ValueRange{i, d});
               }
-            if (det)
-              k.releaseRank(semPtr);
+            NVVM::FenceProxyOp::create(
+                b, loc, NVVM::ProxyKind::async_shared,
+                NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
             SmallVector<Value> next(dV);
             next.append(dK);
+            next.append({qt, rank, g.idx(1)});
             scf::YieldOp::create(b, loc, next);
           });
-      // The walk's dK/dV: this item owns rows kv0.. of its query head.
       ValueRange acc = walk.getResults();
+      k.barrier(); // every thread's last dQ partial is staged
+      flush(bb, h, acc[2 * accSize], acc[2 * accSize + 1],
+            acc[2 * accSize + 2]);
+      // The walk's dK/dV: this item owns rows kv0.. of its query head.
       for (int64_t nt = 0; nt < dTiles; ++nt)
         for (int64_t r = 0; r < 4; ++r) {
           Value j = g.add(rowBase, r < 2 ? gq : gq8);

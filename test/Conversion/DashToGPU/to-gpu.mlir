@@ -42,14 +42,27 @@
 
 // Tensor cores (default): 5 products per task on mma.sync m16n8k16 bf16;
 // dV/dK are loop-carried registers of the walk (64 f32 per thread at D=128).
-// MMA: shared_bytes = 97280 : i64
+// MMA: shared_bytes = 130048 : i64
 // MMA: gpu.func @dash_bwd_main
-// MMA: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// The walk carries dV/dK (64 f32 per thread at D=128) and the pending dQ
+// hand-off (Q tile, rank, pending).
+// MMA: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, index, index, index) {
 // MMA: nvvm.ldmatrix
 // MMA: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// The previous step's dQ hand-off, overlapped with this step's products:
+// wait for the rank, bulk reduce-add from shared memory, wait for completion,
+// release.
 // MMA: scf.while
-// MMA: memref.atomic_rmw addf
+// MMA: llvm.load %{{.*}} atomic syncscope("device") acquire
+// MMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// MMA: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;"
+// MMA: nvvm.cp.async.bulk.commit.group
+// MMA-NEXT: nvvm.cp.async.bulk.wait_group 0
+// MMA-NOT: {read}
+// MMA: llvm.fence syncscope("device") release
 // MMA: llvm.atomicrmw add
+// This step's partial is staged for the next hand-off.
+// MMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // MMA: gpu.func @dash_bwd_postprocess
 // MMATILE: error: 'dash.scheduled_attention_bwd' op mma=sync needs 64x64 tiles, 256 threads and bf16 (got 64x128, 256 threads, 'bf16'); use mma=simt or dash-tile="block-m=64 block-n=64"
 
