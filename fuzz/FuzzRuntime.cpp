@@ -219,8 +219,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       std::fprintf(stderr, "device props: num_sms=%d blocks_per_sm=%d\n",
                    props.num_sms, props.blocks_per_sm);
     dash_status st = dash_runtime_set_device_props(gRt, &props);
-    if (st != DASH_SUCCESS && *dash_runtime_last_error(gRt) == '\0')
-      fail("set_device_props failed without a message", st);
+    if (st != DASH_SUCCESS) {
+      if (*dash_runtime_last_error(gRt) == '\0')
+        fail("set_device_props failed without a message", st);
+      // Refused: make sure the previous input's props do not linger.
+      dash_runtime_set_device_props(gRt, nullptr);
+      gProps = nullptr;
+    }
   } else {
     dash_runtime_set_device_props(gRt, nullptr);
   }
@@ -230,7 +235,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // (fuzz/regressions/README.md, schedule-checklegal-cost). Keep the tasks
   // of a plausibly valid input below 2^20 so the fuzzer looks elsewhere.
   {
-    auto tiles = [](int64_t s) { return s > 0 ? (s + 63) / 64 : 0; };
+    auto tiles = [](int64_t s) { return s > 0 ? s / 64 + (s % 64 != 0) : 0; };
     int64_t t = 1, parts[4] = {a.q.shape[0], a.q.shape[2], tiles(a.q.shape[1]),
                                tiles(a.k.shape[1])};
     for (int64_t x : parts)

@@ -247,6 +247,11 @@ std::string parseManifest(const std::string &text, const std::string &path,
       return "field \"model\" must be {\"c\": positive, \"r\": non-negative}";
     m.modelC = c->number;
     m.modelR = r->number;
+    if (const json::Value *tie = model->get("tie")) {
+      if (!tie->isNumber() || !(tie->number >= 0) || tie->number >= 0.5)
+        return "field \"model.tie\" must be a number in [0, 0.5)";
+      m.modelTie = tie->number;
+    }
   }
   return "";
 }

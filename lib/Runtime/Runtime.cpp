@@ -435,6 +435,7 @@ sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {
   if (m.modelC > 0) {
     p.c = m.modelC;
     p.r = m.modelR;
+    p.tieTolerance = m.modelTie;
   }
   return p;
 }
@@ -580,7 +581,10 @@ dash_status resolvePlan(dash_runtime *rt, const dash_bwd_args *a,
       if (choices.empty())
         return fail(DASH_ERROR_ILLEGAL_SCHEDULE,
                     "auto: the schedule model deadlocks for every compiled policy");
-      sched::Choice best = sched::pickBest(choices);
+      // The tie gap of the kernels' calibration (the first candidate's
+      // manifest; AOT writes the same model into every manifest).
+      sched::Choice best =
+          sched::pickBest(choices, rt->kernels[owner.front()].modelTie);
       for (size_t i = 0; i < choices.size(); ++i)
         if (choices[i].policy == best.policy)
           chosen = owner[i];

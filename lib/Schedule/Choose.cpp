@@ -13,7 +13,7 @@
 
 namespace dash::sched {
 
-Choice pickBest(const std::vector<Choice> &candidates) {
+Choice pickBest(const std::vector<Choice> &candidates, double relTie) {
   Choice best{Policy::Ascending, {}};
   best.model.makespan = best.model.criticalPath =
       std::numeric_limits<double>::infinity();
@@ -26,7 +26,7 @@ Choice pickBest(const std::vector<Choice> &candidates) {
       have = true;
       continue;
     }
-    double tol = 1e-9 * std::max(std::fabs(best.model.makespan),
+    double tol = relTie * std::max(std::fabs(best.model.makespan),
                                  std::fabs(c.model.makespan));
     bool tie = std::fabs(c.model.makespan - best.model.makespan) <= tol;
     // On a tie keep the earlier policy unless it depends on G and this one
@@ -49,7 +49,7 @@ Choice choose(const Problem &p) {
   for (Policy policy : kConcretePolicies)
     if (checkLegal(p, policy).legal)
       candidates.push_back({policy, simulate(p, policy)});
-  return pickBest(candidates);
+  return pickBest(candidates, p.tieTolerance);
 }
 
 } // namespace dash::sched

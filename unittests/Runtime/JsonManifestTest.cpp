@@ -150,6 +150,10 @@ TEST(Manifest, MalformedFieldsAreNamed) {
       {replaced(good, "\"elt\": \"i32\"", "\"elt\": \"f32\""), "\"semaphores\" must have elt \"i32\""},
       {replaced(good, "\"kind\": \"f32\"", "\"kind\": \"memref\""), "\"scale\" must have kind \"f32\""},
       {replaced(good, "\"cubin\": \"d128_causal_br_descending_det.cubin\"", "\"cubin\": \"\""), "\"cubin\" is empty"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"model\": {\"c\": 1, \"r\": 1, \"tie\": 0.9}"),
+       "\"model.tie\" must be a number in [0, 0.5)"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"model\": {\"c\": 1, \"r\": 1, \"tie\": \"x\"}"),
+       "\"model.tie\""},
       {"[1, 2]", "top level must be an object"},
       {"", "invalid JSON"},
       {good.substr(0, good.size() / 2), "invalid JSON"},
@@ -160,6 +164,21 @@ TEST(Manifest, MalformedFieldsAreNamed) {
     EXPECT_NE(err.find(c.want), std::string::npos)
         << "want \"" << c.want << "\", got \"" << err << "\"";
   }
+}
+
+TEST(Manifest, ModelCalibration) {
+  const std::string good = readText(goodPath());
+  Manifest m;
+  std::string err = parseManifest(
+      replaced(good, "\"threads\": 256",
+               "\"threads\": 256, \"model\": {\"c\": 1.0, \"r\": 1.0, \"tie\": 0.01}"),
+      "x.json", m);
+  ASSERT_EQ(err, "");
+  EXPECT_DOUBLE_EQ(m.modelR, 1.0);
+  EXPECT_DOUBLE_EQ(m.modelTie, 0.01);
+  Manifest plain;
+  ASSERT_EQ(parseManifest(good, "x.json", plain), "");
+  EXPECT_DOUBLE_EQ(plain.modelTie, 1e-9);
 }
 
 TEST(Manifest, MissingRequiredParameter) {

@@ -67,6 +67,7 @@ struct Manifest {
   /// Optional calibrated model costs ("model": {"c":..,"r":..}); <= 0 keeps
   /// the schedule library's defaults.
   double modelC = 0, modelR = 0;
+  double modelTie = 1e-9; // optional model.tie: choose()'s relative tie gap
 
   /// "d128 bf16 causal bottom_right descending det" (for messages).
   std::string configString() const;

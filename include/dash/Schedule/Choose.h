@@ -27,7 +27,10 @@ Choice choose(const Problem &);
 
 /// The same rule over already evaluated candidates (all legal); for callers
 /// that report every schedule anyway. Empty input gives Ascending, +inf.
-Choice pickBest(const std::vector<Choice> &candidates);
+/// The candidate with the smallest makespan. Makespans within `relTie` of
+/// each other (relative) tie; a tie goes to a policy whose reduction order
+/// does not depend on G, then to the earlier candidate.
+Choice pickBest(const std::vector<Choice> &candidates, double relTie = 1e-9);
 
 } // namespace dash::sched
 

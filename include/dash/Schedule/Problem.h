@@ -41,6 +41,10 @@ struct Problem {
   /// sm_margin): the persistent schedules can deadlock when this is < G.
   int64_t residentUnits = 0;
   double c = 1.0, r = 0.25; // compute / reduce cost per (KV tile, Q tile) task
+  /// Relative gap under which choose() treats two makespans as equal (and
+  /// prefers the G-independent order): the model's resolution. Kernels
+  /// calibrate it with c and r in their manifests.
+  double tieTolerance = 1e-9;
 
   int64_t numQTiles() const;  // M = ceil(seqQ / blockM)
   int64_t numKVTiles() const; // N = ceil(seqK / blockN)
