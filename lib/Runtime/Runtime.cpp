@@ -67,7 +67,18 @@ const char *dtypeName(dash_dtype d) {
   return "unknown";
 }
 int64_t dtypeBytes(dash_dtype d) { return d == DASH_DTYPE_F32 ? 4 : 2; }
-bool dtypeValid(dash_dtype d) {
+// The raw integer of a C enum field. Callers may pass any int; loading an
+// out-of-range value as the C++ enum type is undefined behaviour (UBSan's
+// -fsanitize=enum; fuzz/regressions/runtime-enum-ub.cpp), so every range
+// check reads the bits as an int first.
+template <typename E> int32_t rawEnum(const E &e) {
+  static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized here");
+  int32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+bool dtypeValid(int32_t d) {
   return d == DASH_DTYPE_BF16 || d == DASH_DTYPE_F16 || d == DASH_DTYPE_F32;
 }
 
@@ -80,9 +91,9 @@ dash_status checkTensor(const dash_tensor &t, const char *name, int rank,
   if (t.rank != rank)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
                 n + ".rank must be " + str(rank) + ", got " + str(t.rank));
-  if (!dtypeValid(t.dtype))
+  if (!dtypeValid(rawEnum(t.dtype)))
     return fail(DASH_ERROR_INVALID_ARGUMENT,
-                n + ".dtype has unknown value " + str(int(t.dtype)));
+                n + ".dtype has unknown value " + str(rawEnum(t.dtype)));
   if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
                 n + ".data must be 16-byte aligned (TMA/vector loads)");
@@ -245,12 +256,14 @@ dash_status validateArgs(const dash_bwd_args *a, Shape &s) {
   if (a->deterministic != 0 && a->deterministic != 1)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
                 "deterministic must be 0 or 1, got " + str(a->deterministic));
-  if (a->align < DASH_ALIGN_DEFAULT || a->align > DASH_ALIGN_TOP_LEFT)
+  if (int32_t al = rawEnum(a->align);
+      al < DASH_ALIGN_DEFAULT || al > DASH_ALIGN_TOP_LEFT)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
-                "align has unknown value " + str(int(a->align)));
-  if (a->policy < DASH_POLICY_AUTO || a->policy > DASH_POLICY_SYMMETRIC_SHIFT)
+                "align has unknown value " + str(al));
+  if (int32_t po = rawEnum(a->policy);
+      po < DASH_POLICY_AUTO || po > DASH_POLICY_SYMMETRIC_SHIFT)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
-                "policy has unknown value " + str(int(a->policy)));
+                "policy has unknown value " + str(po));
   if (a->num_units < 0 || a->num_units > kInt32Max)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
                 "num_units must be in [0, 2^31-1] (0 = occupancy), got " +
@@ -1121,9 +1134,10 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
 }
 
 const char *dash_policy_name(dash_policy p) {
-  if (p == DASH_POLICY_AUTO)
+  int32_t raw = rawEnum(p);
+  if (raw == DASH_POLICY_AUTO)
     return "auto";
-  if (p < DASH_POLICY_AUTO || p > DASH_POLICY_SYMMETRIC_SHIFT)
+  if (raw < DASH_POLICY_AUTO || raw > DASH_POLICY_SYMMETRIC_SHIFT)
     return "unknown";
   return sched::policyName(toSched(p));
 }

@@ -85,7 +85,10 @@ EngineResult runEngine(const Problem &p, Policy policy,
   std::vector<int64_t> sem(static_cast<size_t>(p.numHeadSlots() * m), 0);
   std::vector<int64_t> parked(static_cast<size_t>(p.numHeadSlots() * perHead),
                               -1);
-  std::vector<SmState> sm(static_cast<size_t>(std::max<int64_t>(sms, 0)));
+  // Only the first numCtas SMs can ever hold a CTA: size the per-SM state by
+  // that, not by G (which may be 2^31; fuzz/regressions engine-huge-grid).
+  const int64_t usedSms = std::max<int64_t>(0, std::min(sms, numCtas));
+  std::vector<SmState> sm(static_cast<size_t>(usedSms));
   std::priority_queue<Event, std::vector<Event>, Later> heap;
   int64_t seq = 0, nextCta = 0, done = 0;
 
@@ -120,7 +123,7 @@ EngineResult runEngine(const Problem &p, Policy policy,
     }
   };
 
-  for (int64_t s = 0; s < sms && nextCta < numCtas; ++s)
+  for (int64_t s = 0; s < usedSms && nextCta < numCtas; ++s)
     advance(s, 0.0);
 
   const int64_t maxEvents = 2 * total;
@@ -185,7 +188,10 @@ EngineResult runEngine(const Problem &p, Policy policy,
 std::vector<std::vector<WorkItem>>
 lanesFromRun(const std::vector<std::vector<WorkItem>> &ctas,
              const EngineResult &run, int64_t sms) {
-  std::vector<std::vector<WorkItem>> lanes(static_cast<size_t>(sms));
+  // Lanes past the last CTA stay empty: allocate only those that can be
+  // used (G may be huge).
+  std::vector<std::vector<WorkItem>> lanes(static_cast<size_t>(
+      std::max<int64_t>(0, std::min<int64_t>(sms, ctas.size()))));
   for (int64_t k : run.laneOrder)
     for (const WorkItem &it : ctas[k])
       lanes[run.ctaLane[k]].push_back(it);

@@ -59,10 +59,12 @@ std::string validate(const Problem &p) {
     return "heads (" + std::to_string(p.headsQ) +
            ") must be a multiple of heads-kv (" + std::to_string(p.headsKV) +
            ")";
-  if (!std::isfinite(p.c) || p.c <= 0)
-    return "c (compute cost per task) must be positive and finite";
-  if (!std::isfinite(p.r) || p.r < 0)
-    return "r (reduce cost per task) must be non-negative and finite";
+  // Costs are relative units; bounding them keeps every makespan (at most
+  // 2^62 tasks x (c + r)) finite (fuzz/regressions schedule-cost-overflow).
+  if (!std::isfinite(p.c) || p.c <= 0 || p.c > 1e12)
+    return "c (compute cost per task) must be in (0, 1e12]";
+  if (!std::isfinite(p.r) || p.r < 0 || p.r > 1e12)
+    return "r (reduce cost per task) must be in [0, 1e12]";
   // Tile ids are int64 everywhere; the DAG is bounded separately by callers.
   if (p.numHeadSlots() > kMax)
     return "batch * heads must be at most 2^31";

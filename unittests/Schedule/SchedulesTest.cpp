@@ -8,10 +8,12 @@
 
 #include "dash/Schedule/Plan.h"
 #include "dash/Schedule/Schedules.h"
+#include "dash/Schedule/Simulate.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <tuple>
 
 using namespace dash::sched;
@@ -228,3 +230,98 @@ TEST(WavePosition, SplitsHeadsAcrossWaves) {
 }
 
 } // namespace
+
+// Regressions of fuzz findings (fuzz/regressions/README.md).
+namespace dash::sched {
+namespace {
+
+// Brute force over every head: what checkLegal decided before it grouped
+// heads into classes.
+bool legalAllHeads(const Problem &p, Policy policy) {
+  int64_t m = p.numQTiles(), n = p.numKVTiles();
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.headsQ; ++h) {
+      for (int64_t q = 0; q < m; ++q) {
+        int64_t k = coveringCount(p, q);
+        std::vector<int> seen(static_cast<size_t>(std::max<int64_t>(k, 1)), 0);
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t r = rankOf(p, policy, b, h, j, q);
+          if (r < 0 || r >= k || seen[r]++)
+            return false;
+        }
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        std::vector<int> hit(static_cast<size_t>(m), 0);
+        for (int64_t s = 0; s < walkLength(p, j); ++s) {
+          int64_t q = visitQTile(p, policy, b, h, j, s);
+          if (q < firstCoveredQTile(p, j) || q >= m || hit[q]++)
+            return false;
+        }
+      }
+    }
+  return true;
+}
+
+TEST(FuzzRegressions, HeadClassesAgreeWithEveryHead) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (int it = 0; it < 400; ++it) {
+    Problem p;
+    p.batch = 1 + rng() % 3;
+    p.headsQ = p.headsKV = 1 + rng() % 7;
+    p.blockM = 16 * (1 + rng() % 2);
+    p.blockN = p.blockM * (1 + rng() % 2);
+    p.seqQ = p.seqK = p.blockN * (1 + rng() % 8);
+    p.mask = rng() % 2 ? Mask::Causal : Mask::Full;
+    p.numUnits = 1 + rng() % 40;
+    for (Policy policy : kConcretePolicies) {
+      Legality l = checkLegal(p, policy);
+      if (!l.legal && l.reason.find("deadlock") == std::string::npos &&
+          l.reason.find("permutation") == std::string::npos &&
+          l.reason.find("covering") == std::string::npos)
+        continue; // a shape rule, decided before the per-head checks
+      EXPECT_EQ(l.legal, legalAllHeads(p, policy))
+          << policyName(policy) << ": " << l.reason;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(FuzzRegressions, HugeGridDoesNotAllocatePerUnit) {
+  // G = 2^31 - 1 used to allocate per-SM state for every unit (48 GB).
+  Problem p;
+  p.seqQ = p.seqK = 1024;
+  p.blockM = p.blockN = 128;
+  p.numUnits = (int64_t(1) << 31) - 1;
+  ModelResult r = simulate(p, Policy::Shift);
+  EXPECT_FALSE(r.deadlock);
+  EXPECT_GT(r.makespan, 0);
+  EXPECT_TRUE(checkLegal(p, Policy::Shift).legal);
+}
+
+TEST(FuzzRegressions, LegalityOfManyHeadsIsCheapToDecide) {
+  // B=8, H=32, S=131072 at 64x64 tiles: 2^16 x 2^11 x 2^11 tasks if every
+  // head is checked; the head classes make it one (or G) heads.
+  Problem p;
+  p.batch = 8;
+  p.headsQ = p.headsKV = 32;
+  p.seqQ = p.seqK = 131072;
+  p.blockM = p.blockN = 64;
+  p.mask = Mask::Causal;
+  EXPECT_TRUE(checkLegal(p, Policy::Descending).legal);
+  EXPECT_TRUE(checkLegal(p, Policy::Spt).legal);
+}
+
+TEST(FuzzRegressions, HugeCostsAreRejected) {
+  Problem p;
+  p.seqQ = p.seqK = 4096;
+  p.c = 1.7e308;
+  EXPECT_NE(validate(p).find("c (compute cost per task)"), std::string::npos);
+  p.c = 1;
+  p.r = 1e300;
+  EXPECT_NE(validate(p).find("r (reduce cost per task)"), std::string::npos);
+}
+
+} // namespace
+} // namespace dash::sched
