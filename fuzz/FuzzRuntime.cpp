@@ -32,13 +32,20 @@ namespace {
 
 dash_runtime *gRt = nullptr;
 bool gWildEnums = false;
+
+// The raw int of a C enum field (never loaded as the C++ enum type).
+template <typename E> int rawInt(const E &field) {
+  int v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
 bool gPrint = false; // DASH_FUZZ_PRINT=1: print the decoded arguments
 
 void printTensor(const char *name, const dash_tensor &t) {
   std::fprintf(stderr,
                "  %-3s data=%p rank=%d dtype=%d shape={%lld,%lld,%lld,%lld} "
                "strides={%lld,%lld,%lld,%lld}\n",
-               name, t.data, t.rank, int(t.dtype), (long long)t.shape[0],
+               name, t.data, t.rank, rawInt(t.dtype), (long long)t.shape[0],
                (long long)t.shape[1], (long long)t.shape[2],
                (long long)t.shape[3], (long long)t.strides[0],
                (long long)t.strides[1], (long long)t.strides[2],
@@ -51,14 +58,15 @@ void printTensor(const char *name, const dash_tensor &t) {
   std::abort();
 }
 
-template <typename E> E enumValue(FuzzedDataProvider &fdp, int maxValid) {
+// Writes an enum field the way a C caller's bytes land in it: never through
+// a C++ enum value (loading an out-of-range one would be UB in the harness).
+template <typename E>
+void setEnum(E &field, FuzzedDataProvider &fdp, int maxValid) {
   int v = gWildEnums && fdp.ConsumeIntegralInRange<int>(0, 7) == 0
               ? fdp.ConsumeIntegral<int32_t>()
               : fdp.ConsumeIntegralInRange<int>(0, maxValid);
-  E e;
   static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
-  std::memcpy(&e, &v, sizeof e); // what a C caller's bytes look like
-  return e;
+  std::memcpy(&field, &v, sizeof v);
 }
 
 int64_t extent(FuzzedDataProvider &fdp, int64_t typical) {
@@ -93,9 +101,9 @@ void fillTensor(FuzzedDataProvider &fdp, dash_tensor &t, int rank,
   t.rank = fdp.ConsumeIntegralInRange<int>(0, 15) == 0
                ? fdp.ConsumeIntegral<int32_t>()
                : rank;
-  t.dtype = fdp.ConsumeIntegralInRange<int>(0, 7) == 0
-                ? enumValue<dash_dtype>(fdp, 3)
-                : dt;
+  t.dtype = dt;
+  if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0)
+    setEnum(t.dtype, fdp, 3);
   uintptr_t addr = base;
   switch (fdp.ConsumeIntegralInRange<int>(0, 15)) {
   case 0:
@@ -194,7 +202,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   a.causal = fdp.ConsumeIntegralInRange<int>(0, 15) == 0
                  ? fdp.ConsumeIntegral<int32_t>()
                  : fdp.ConsumeIntegralInRange<int32_t>(0, 1);
-  a.align = enumValue<dash_align>(fdp, 2);
+  setEnum(a.align, fdp, 2);
   static const float kScales[] = {0.088f, 0.125f, 1.0f, 0.0f, -1.0f,
                                   1e-30f, 1e30f,  __builtin_inff(),
                                   __builtin_nanf("")};
@@ -202,7 +210,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   a.deterministic = fdp.ConsumeIntegralInRange<int>(0, 15) == 0
                         ? fdp.ConsumeIntegral<int32_t>()
                         : fdp.ConsumeIntegralInRange<int32_t>(0, 1);
-  a.policy = enumValue<dash_policy>(fdp, 5);
+  setEnum(a.policy, fdp, 5);
   a.num_units = fdp.ConsumeBool() ? 0
                 : fdp.ConsumeBool()
                     ? fdp.ConsumeIntegralInRange<int64_t>(1, 300)
@@ -254,8 +262,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::fprintf(stderr,
                  "  causal=%d align=%d scale=%g deterministic=%d policy=%d "
                  "num_units=%lld\n",
-                 a.causal, int(a.align), double(a.scale), a.deterministic,
-                 int(a.policy), (long long)a.num_units);
+                 a.causal, rawInt(a.align), double(a.scale), a.deterministic,
+                 rawInt(a.policy), (long long)a.num_units);
   }
 
   dash_bwd_info info;
