@@ -26,6 +26,7 @@ tools = [
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 config.substitutions.append(("%dash_src_root", config.dash_src_root))
+config.substitutions.append(("%dash_obj_root", config.dash_obj_root))
 
 # Features: what this machine can do. GPU tests need a real sm_90 device and
 # are reported UNSUPPORTED (never silently absent) elsewhere.
