@@ -24,7 +24,8 @@ const RoleInfo kRoles[] = {
     {"q", 4},        {"k", 4},        {"v", 4},        {"o", 4},
     {"dO", 4},       {"lse", 3},      {"dq", 4},       {"dk", 4},
     {"dv", 4},       {"dq_accum", 4}, {"dk_accum", 4}, {"dv_accum", 4},
-    {"dpsum", 3},    {"lse_log2", 3}, {"semaphores", 3}, {"scale", 0}};
+    {"dpsum", 3},    {"lse_log2", 3}, {"semaphores", 3}, {"scale", 0},
+    {"debug", 1}};
 static_assert(sizeof(kRoles) / sizeof(kRoles[0]) == size_t(Role::NumRoles),
               "one entry per role");
 
@@ -33,6 +34,7 @@ bool parseElt(const std::string &s, Elt &e) {
   else if (s == "f16") e = Elt::F16;
   else if (s == "f32") e = Elt::F32;
   else if (s == "i32") e = Elt::I32;
+  else if (s == "i64") e = Elt::I64;
   else return false;
   return true;
 }
@@ -105,6 +107,7 @@ const char *eltName(Elt e) {
   case Elt::F16: return "f16";
   case Elt::F32: return "f32";
   case Elt::I32: return "i32";
+  case Elt::I64: return "i64";
   }
   return "?";
 }
@@ -225,6 +228,7 @@ std::string parseManifest(const std::string &text, const std::string &path,
         return at + ": unknown element type \"" + e + "\"";
       Elt want = p.role <= Role::DV && p.role != Role::Lse ? m.dtype
                  : p.role == Role::Semaphores              ? Elt::I32
+                 : p.role == Role::Debug                   ? Elt::I64
                                                            : Elt::F32;
       if (p.elt != want)
         return at + ": \"" + p.name + "\" must have elt \"" + eltName(want) +
@@ -287,3 +291,10 @@ std::string loadManifestDir(const std::string &dir, std::vector<Manifest> &out) 
 }
 
 } // namespace dash::rt
+
+bool dash::rt::Manifest::hasDebugRecord() const {
+  for (const Param &p : params)
+    if (p.role == Role::Debug)
+      return true;
+  return false;
+}

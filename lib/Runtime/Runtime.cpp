@@ -418,9 +418,18 @@ struct dash_runtime {
   DeviceView lastSeen; // from the last launch, for check()
   std::map<std::string, std::string> legalCache; // key -> "" or reason
   std::map<std::string, int> autoCache;          // key -> manifest index
+  // Debug kernels' hang record: host memory mapped into the device, so the
+  // host can read it even after the kernel trapped (context lost).
+  int64_t *debugHost = nullptr;
+  CUdeviceptr debugDev = 0;
 };
 
 namespace {
+
+/// The record layout debug kernels write (convert-dash-to-gpu DebugWord):
+/// magic, unit, b, h, q, expected rank, seen value, polls.
+constexpr int64_t kDebugWords = 8;
+constexpr int64_t kDebugMagic = 0xDA5400DE;
 
 std::string problemKey(const sched::Problem &p) {
   char buf[256];
@@ -843,7 +852,7 @@ void pushMemref(ParamPack &pp, uint64_t ptr, int rank, const int64_t *sizes,
 }
 
 void packParams(const Manifest &m, const dash_bwd_args *a, const WsLayout &ws,
-                CUdeviceptr wsBase, ParamPack &pp) {
+                CUdeviceptr wsBase, CUdeviceptr debugRecord, ParamPack &pp) {
   pp.reserve(m.params.size() * 11);
   for (const Param &p : m.params) {
     const dash_tensor *t = nullptr;
@@ -858,6 +867,11 @@ void packParams(const Manifest &m, const dash_bwd_args *a, const WsLayout &ws,
     case Role::DK: t = &a->dk; break;
     case Role::DV: t = &a->dv; break;
     case Role::Scale: pp.pushF32(a->scale); continue;
+    case Role::Debug: {
+      const int64_t words = kDebugWords, unit = 1;
+      pushMemref(pp, uint64_t(debugRecord), 1, &words, &unit);
+      continue;
+    }
     default: break;
     }
     if (t) {
@@ -942,6 +956,8 @@ dash_status dash_runtime_create_ex(const char *kernel_dir,
 void dash_runtime_destroy(dash_runtime *rt) {
   if (!rt)
     return;
+  if (rt->drv.loaded() && rt->debugHost)
+    rt->drv.cuMemFreeHost(rt->debugHost);
   if (rt->drv.loaded()) {
     for (CtxState &c : rt->ctxs) {
       // The context may be gone already (user destroyed it): then skip.
@@ -979,6 +995,7 @@ const char *dash_status_name(dash_status s) {
   case DASH_ERROR_NO_DRIVER: return "DASH_ERROR_NO_DRIVER";
   case DASH_ERROR_DRIVER: return "DASH_ERROR_DRIVER";
   case DASH_ERROR_OUT_OF_MEMORY: return "DASH_ERROR_OUT_OF_MEMORY";
+  case DASH_ERROR_HANG: return "DASH_ERROR_HANG";
   }
   return "DASH_ERROR_UNKNOWN";
 }
@@ -1109,24 +1126,62 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   if (rt->debug)
     DRV(rt->drv.cuMemsetD8Async(wsBase, 0, size_t(ws.total), stream), "");
   // 5. Launch.
+  const bool debugKernel = m.hasDebugRecord();
+  if (debugKernel) {
+    if (!rt->debugHost) {
+      void *host = nullptr;
+      DRV(rt->drv.cuMemHostAlloc(&host, kDebugWords * sizeof(int64_t),
+                                 CU_MEMHOSTALLOC_DEVICEMAP),
+          " (debug record)");
+      CUdeviceptr dev = 0;
+      DRV(rt->drv.cuMemHostGetDevicePointer(&dev, host, 0), " (debug record)");
+      rt->debugHost = static_cast<int64_t *>(host);
+      rt->debugDev = dev;
+    }
+    std::memset(rt->debugHost, 0, kDebugWords * sizeof(int64_t));
+  }
   ParamPack pp;
-  packParams(m, args, ws, wsBase, pp);
+  packParams(m, args, ws, wsBase, rt->debugDev, pp);
   void **params = pp.finish();
   const Shape &s = plan.shape;
   int sms = ctx->numSMs;
   int64_t preWork = std::max(s.B * s.Hq * s.Sq * s.D, s.B * s.Hq * s.Sk * s.D);
   int64_t postWork = std::max(s.B * s.Sq * s.Hq * s.D, s.B * s.Hq * s.Sk * s.D);
-  if (dash_status st = launchOne(rt, ck.pre, "preprocess", m,
-                                 gridStride(preWork, m.threads, sms),
-                                 m.preprocess.sharedBytes, stream, params))
-    return st;
-  if (dash_status st = launchOne(rt, ck.main, "main", m, plan.G,
-                                 m.main.sharedBytes, stream, params))
-    return st;
-  if (dash_status st = launchOne(rt, ck.post, "postprocess", m,
-                                 gridStride(postWork, m.threads, sms),
-                                 m.postprocess.sharedBytes, stream, params))
-    return st;
+  dash_status launched =
+      launchOne(rt, ck.pre, "preprocess", m, gridStride(preWork, m.threads, sms),
+                m.preprocess.sharedBytes, stream, params);
+  if (launched == DASH_SUCCESS)
+    launched = launchOne(rt, ck.main, "main", m, plan.G, m.main.sharedBytes,
+                         stream, params);
+  if (launched == DASH_SUCCESS)
+    launched = launchOne(rt, ck.post, "postprocess", m,
+                         gridStride(postWork, m.threads, sms),
+                         m.postprocess.sharedBytes, stream, params);
+  // Debug kernels: wait, then turn a trapped wait into a message (a failed
+  // launch or sync after a trap is reported as the hang it is).
+  if (debugKernel) {
+    CUresult r = rt->drv.cuStreamSynchronize(stream);
+    if (rt->debugHost[0] == kDebugMagic) {
+      const int64_t *w = rt->debugHost;
+      return fail(DASH_ERROR_HANG,
+                  "hang detected by debug kernel " + m.name + ": unit " +
+                      str(w[1]) + " waited on dQ row tile (b=" + str(w[2]) +
+                      ", h=" + str(w[3]) + ", q=" + str(w[4]) +
+                      ") for rank " + str(w[5]) +
+                      " but its semaphore stayed at " + str(w[6]) + " after " +
+                      str(w[7]) +
+                      " polls: the rank order cannot complete (the CUDA "
+                      "context is lost after the trap)");
+    }
+    if (launched != DASH_SUCCESS)
+      return launched;
+    if (r != CUDA_SUCCESS)
+      return fail(DASH_ERROR_DRIVER, rt->drv.describe("cuStreamSynchronize", r) +
+                                         " after the debug kernels of " +
+                                         m.name);
+  }
+  if (launched != DASH_SUCCESS)
+    return launched;
   fillInfo(rt, plan, out_info);
   if (out_info)
     out_info->workspace_bytes = ws.total;

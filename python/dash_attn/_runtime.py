@@ -29,6 +29,7 @@ MANIFEST = 6
 NO_DRIVER = 7
 DRIVER = 8
 OUT_OF_MEMORY = 9
+HANG = 10  # a debug kernel reported a stuck semaphore wait
 
 DTYPE_BF16, DTYPE_F16, DTYPE_F32 = 0, 1, 2
 ALIGN_DEFAULT, ALIGN_BOTTOM_RIGHT, ALIGN_TOP_LEFT = 0, 1, 2

@@ -234,3 +234,42 @@ TEST_F(MockDriverTest, OccupancyZeroIsAnError) {
 }
 
 } // namespace
+
+// A debug kernel (convert-dash-to-gpu debug-spin-limit=N) that gives up on a
+// semaphore writes (unit, b, h, q, rank, seen, polls) to a host-mapped record
+// and traps; the runtime must turn that into DASH_ERROR_HANG naming the wait.
+// The mock's main launch writes such a record and its sync fails like a trap.
+TEST(MockDebugKernel, TrappedWaitBecomesAHangError) {
+  Mock mock;
+  ASSERT_TRUE(mock.open()) << dlerror();
+  auto hang = reinterpret_cast<void (*)(const int64_t *, int)>(
+      dlsym(mock.h, "mock_hang"));
+  ASSERT_NE(hang, nullptr);
+  mock.reset(132, 1, kSlots + 5); // + the rank-1 debug memref
+  dash_runtime *rt = nullptr;
+  std::string dir = std::string(DASH_TEST_INPUTS) + "/debug-kernels";
+  ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt),
+            DASH_SUCCESS);
+  dash_bwd_args a = makeArgs();
+  // A clean run first: no record, success, and the debug record is passed.
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
+  ASSERT_EQ(mock.launches()->size(), 3u);
+  const std::vector<uint64_t> &p = (*mock.launches())[1].params;
+  ASSERT_EQ(p.size(), size_t(kSlots + 5));
+  EXPECT_NE(p[kSlots], 0u);            // allocated == aligned: mapped record
+  EXPECT_EQ(p[kSlots], p[kSlots + 1]);
+  EXPECT_EQ(p[kSlots + 3], 8u);        // 8 i64 words
+  EXPECT_EQ(p[kSlots + 4], 1u);
+  // Now the main kernel traps on a wait that cannot complete.
+  const int64_t record[8] = {0xDA5400DE, 3, 1, 2, 5, 4, 2, 1000000};
+  hang(record, 8);
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_HANG);
+  std::string msg = dash_runtime_last_error(rt);
+  EXPECT_NE(msg.find("unit 3 waited on dQ row tile (b=1, h=2, q=5) for rank 4 "
+                     "but its semaphore stayed at 2 after 1000000 polls"),
+            std::string::npos)
+      << msg;
+  EXPECT_STREQ(dash_status_name(DASH_ERROR_HANG), "DASH_ERROR_HANG");
+  dash_runtime_destroy(rt);
+}

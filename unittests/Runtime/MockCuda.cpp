@@ -29,6 +29,11 @@ namespace {
 int g_sms = 132, g_occupancy = 1, g_paramSlots = 0, g_initCalls = 0,
     g_memsets = 0, g_syncs = 0;
 bool g_failLaunch = false;
+// Debug-kernel hang simulation: the main launch writes this record into the
+// last host-mapped allocation and the next stream sync fails like a trap.
+std::vector<int64_t> g_hangRecord;
+void *g_hostMapped = nullptr;
+bool g_trapped = false;
 CUcontext g_current = nullptr;
 std::vector<std::string> g_functions; // CUfunction = index + 1
 std::vector<MockLaunch> g_launches;
@@ -47,6 +52,10 @@ __attribute__((visibility("default"))) void mock_reset(int sms, int occupancy, i
   g_initCalls = g_memsets = g_syncs = 0;
 }
 __attribute__((visibility("default"))) void mock_fail_launch(int fail) { g_failLaunch = fail != 0; }
+__attribute__((visibility("default"))) void mock_hang(const int64_t *record, int words) {
+  g_hangRecord.assign(record, record + words);
+  g_trapped = false;
+}
 __attribute__((visibility("default"))) int mock_init_calls() { return g_initCalls; }
 __attribute__((visibility("default"))) int mock_memsets() { return g_memsets; }
 __attribute__((visibility("default"))) int mock_syncs() { return g_syncs; }
@@ -123,12 +132,40 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
     l.params.push_back(v);
   }
   g_launches.push_back(l);
+  if (!g_hangRecord.empty() && l.function == "dash_bwd_main" && g_hostMapped) {
+    std::memcpy(g_hostMapped, g_hangRecord.data(),
+                g_hangRecord.size() * sizeof(int64_t));
+    g_hangRecord.clear();
+    g_trapped = true;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned) {
+  *p = std::calloc(1, n);
+  g_hostMapped = *p;
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned) {
+  *d = CUdeviceptr(reinterpret_cast<uintptr_t>(p)); // mapped: same address
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFreeHost(void *p) {
+  if (p == g_hostMapped)
+    g_hostMapped = nullptr;
+  std::free(p);
   return CUDA_SUCCESS;
 }
 CUresult cuStreamCreate(CUstream *s, unsigned) { *s = nullptr; return CUDA_SUCCESS; }
 CUresult cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
 CUresult cuStreamQuery(CUstream) { return CUDA_SUCCESS; }
-CUresult cuStreamSynchronize(CUstream) { ++g_syncs; return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(CUstream) {
+  ++g_syncs;
+  if (g_trapped) {
+    g_trapped = false;
+    return CUDA_ERROR_LAUNCH_FAILED; // what a trap looks like
+  }
+  return CUDA_SUCCESS;
+}
 CUresult cuEventCreate(CUevent *e, unsigned) { *e = nullptr; return CUDA_SUCCESS; }
 CUresult cuEventDestroy(CUevent) { return CUDA_SUCCESS; }
 CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }

@@ -73,6 +73,10 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     Option<"mma", "mma", "std::string", /*default=*/"\"sync\"",
            "tile products: sync (tensor cores, mma.sync m16n8k16; needs "
            "64x64 tiles and 256 threads) or simt (CUDA-core FMA, any tile)">,
+    Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
+           "debug kernels: give up a semaphore wait after this many polls, "
+           "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "
+           "argument and trap; 0: the release kernels' plain spin">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::NVVM::NVVMDialect",

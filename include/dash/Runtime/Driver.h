@@ -51,6 +51,9 @@ namespace dash::rt {
   X(cuMemsetD16Async, "cuMemsetD16Async")                                      \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                           \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                           \
+  X(cuMemHostAlloc, "cuMemHostAlloc")                                          \
+  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2")                 \
+  X(cuMemFreeHost, "cuMemFreeHost")                                            \
   X(cuLaunchKernel, "cuLaunchKernel")                                          \
   X(cuStreamCreate, "cuStreamCreate")                                          \
   X(cuStreamDestroy, "cuStreamDestroy_v2")                                     \

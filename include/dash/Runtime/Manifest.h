@@ -29,13 +29,14 @@ enum class Role {
   DQAccum, DKAccum, DVAccum, DPSum, LseLog2, // workspace
   Semaphores,                                // workspace (i32)
   Scale,                                     // f32 scalar
+  Debug,                                     // debug kernels: i64 record
   NumRoles
 };
 const char *roleName(Role);
 /// Rank the ABI fixes for a memref role (0 for scalars).
 int roleRank(Role);
 
-enum class Elt { BF16, F16, F32, I32 };
+enum class Elt { BF16, F16, F32, I32, I64 };
 const char *eltName(Elt);
 
 struct Param {
@@ -52,6 +53,9 @@ struct KernelEntry {
 };
 
 struct Manifest {
+  /// True for debug kernels (a `debug` parameter: bounded semaphore spins
+  /// that record where they stuck and trap instead of hanging).
+  bool hasDebugRecord() const;
   std::string path;      // the .json file
   std::string name;
   std::string cubinPath; // resolved against the manifest's directory

@@ -42,7 +42,8 @@ typedef enum dash_status {
   DASH_ERROR_MANIFEST = 6,         /* bad kernel directory or manifest */
   DASH_ERROR_NO_DRIVER = 7,        /* libcuda.so.1 missing or too old */
   DASH_ERROR_DRIVER = 8,           /* a CUDA driver call failed */
-  DASH_ERROR_OUT_OF_MEMORY = 9     /* workspace allocation failed */
+  DASH_ERROR_OUT_OF_MEMORY = 9,    /* workspace allocation failed */
+  DASH_ERROR_HANG = 10             /* a debug kernel reported a stuck wait */
 } dash_status;
 
 typedef enum dash_dtype {

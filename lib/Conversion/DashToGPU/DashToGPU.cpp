@@ -46,15 +46,25 @@ enum Arg : unsigned {
   kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv, // user tensors (strided)
   kDqAcc, kDkAcc, kDvAcc, kDPsum, kLse2, kSem, // workspace
   kScale,
+  kDebug, // only in debug kernels (debug-spin-limit > 0)
   kNumArgs
 };
 const char *kArgNames[kNumArgs] = {
     "q",        "k",        "v",        "o",        "dO",
     "lse",      "dq",       "dk",       "dv",       "dq_accum",
     "dk_accum", "dv_accum", "dpsum",    "lse_log2", "semaphores",
-    "scale"};
+    "scale",    "debug"};
 
-SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d) {
+/// The record a debug kernel leaves in its `debug` buffer (i64 words) before
+/// it traps on a semaphore that never reaches the expected rank.
+enum DebugWord : int64_t {
+  kDbgMagic, kDbgUnit, kDbgB, kDbgH, kDbgQ, kDbgRank, kDbgSeen, kDbgSpins,
+  kDbgWords
+};
+constexpr int64_t kDebugMagic = 0xDA5400DE;
+
+SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d,
+                                 bool debug) {
   int64_t dyn = ShapedType::kDynamic;
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
   // BSHD with any strides but a unit stride on D (what TMA will need too).
@@ -66,8 +76,11 @@ SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d) {
   auto acc4 = MemRefType::get({dyn, dyn, dyn, d}, f32);
   auto acc3 = MemRefType::get({dyn, dyn, dyn}, f32);
   auto sem = MemRefType::get({dyn, dyn, dyn}, i32);
-  return {act,  act,  act,  act,  act,  lse, act, act,
-          act,  acc4, acc4, acc4, acc3, acc3, sem, f32};
+  SmallVector<Type> types = {act,  act,  act,  act,  act,  lse, act, act,
+                             act,  acc4, acc4, acc4, acc3, acc3, sem, f32};
+  if (debug) // host-mapped i64 words (DebugWord), written before a trap
+    types.push_back(MemRefType::get({dyn}, IntegerType::get(ctx, 64)));
+  return types;
 }
 
 /// Per-kernel context: the builder, thread coordinates, arguments.
@@ -79,9 +92,13 @@ struct Kernel {
   int64_t threads;
   Value tid, T;
 
-  Kernel(OpBuilder &b, Location loc, gpu::GPUFuncOp func, int64_t threads)
+  /// > 0: a bounded spin that reports and traps instead of hanging.
+  int64_t spinLimit = 0;
+
+  Kernel(OpBuilder &b, Location loc, gpu::GPUFuncOp func, int64_t threads,
+         int64_t spinLimit = 0)
       : b(b), loc(loc), g{b, loc}, args(func.getArguments()),
-        threads(threads) {
+        threads(threads), spinLimit(spinLimit) {
     tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     T = g.idx(threads);
   }
@@ -137,21 +154,67 @@ struct Kernel {
                                  g.idx(0));
   }
   /// Spins (the calling thread) with acquire loads until *semPtr == rank.
-  void spinUntil(Value semPtr, Value rank) {
+  /// `where` = {unit, b, h, q} identifies the wait in a debug report.
+  void spinUntil(Value semPtr, Value rank, ArrayRef<Value> where) {
     Value rank32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
-    scf::WhileOp::create(
-        b, loc, TypeRange{}, ValueRange{},
-        [&](OpBuilder &nb, Location l, ValueRange) {
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    Value zero64 = arith::ConstantIntOp::create(b, loc, 0, 64);
+    Value seenInit = arith::ConstantIntOp::create(b, loc, -1, 32);
+    auto loopOp = scf::WhileOp::create(
+        b, loc, TypeRange{i32, i64}, ValueRange{seenInit, zero64},
+        [&](OpBuilder &nb, Location l, ValueRange iter) {
           Value seen = LLVM::LoadOp::create(
-              nb, l, nb.getI32Type(), semPtr, /*alignment=*/4, false, false,
-              false, false, LLVM::AtomicOrdering::acquire, "device");
+              nb, l, i32, semPtr, /*alignment=*/4, false, false, false, false,
+              LLVM::AtomicOrdering::acquire, "device");
           Value wait = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
                                              seen, rank32);
-          scf::ConditionOp::create(nb, l, wait, ValueRange{});
+          if (spinLimit > 0) { // give up after spinLimit polls
+            Value under = arith::CmpIOp::create(
+                nb, l, arith::CmpIPredicate::slt, iter[1],
+                arith::ConstantIntOp::create(nb, l, spinLimit, 64));
+            wait = arith::AndIOp::create(nb, l, wait, under);
+          }
+          scf::ConditionOp::create(nb, l, wait, ValueRange{seen, iter[1]});
         },
-        [&](OpBuilder &nb, Location l, ValueRange) {
-          scf::YieldOp::create(nb, l);
+        [&](OpBuilder &nb, Location l, ValueRange iter) {
+          Value next = arith::AddIOp::create(
+              nb, l, iter[1], arith::ConstantIntOp::create(nb, l, 1, 64));
+          scf::YieldOp::create(nb, l, ValueRange{iter[0], next});
         });
+    if (spinLimit <= 0)
+      return;
+    // Stuck: claim the record (first CTA wins), write who waited for what,
+    // make it visible to the host (system-scope fence), trap.
+    Value seen = loopOp.getResult(0), spins = loopOp.getResult(1);
+    Value stuck = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, seen,
+                                        rank32);
+    g.when(stuck, [&] {
+      Value dbg = arg(kDebug);
+      Value magic = arith::ConstantIntOp::create(b, loc, kDebugMagic, 64);
+      Value old = LLVM::AtomicRMWOp::create(
+          b, loc, LLVM::AtomicBinOp::xchg, elementPtr(dbg, {g.idx(kDbgMagic)}),
+          magic, LLVM::AtomicOrdering::monotonic, "");
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          old, magic);
+      g.when(first, [&] {
+        auto put = [&](DebugWord w, Value v) {
+          if (!v.getType().isInteger(64))
+            v = v.getType().isIndex()
+                    ? arith::IndexCastOp::create(b, loc, i64, v).getResult()
+                    : arith::ExtSIOp::create(b, loc, i64, v).getResult();
+          memref::StoreOp::create(b, loc, v, dbg, ValueRange{g.idx(w)});
+        };
+        put(kDbgUnit, where[0]);
+        put(kDbgB, where[1]);
+        put(kDbgH, where[2]);
+        put(kDbgQ, where[3]);
+        put(kDbgRank, rank);
+        put(kDbgSeen, seen);
+        put(kDbgSpins, spins);
+      });
+      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::seq_cst, "");
+      LLVM::Trap::create(b, loc);
+    });
   }
   /// Release increment by the calling thread: fence + relaxed add (LLVM
   /// 22.1 lowers a `release` atomicrmw to a relaxed atom, HOPPER.md P15).
@@ -171,8 +234,8 @@ struct Kernel {
   /// Deterministic mode, before the dQ adds: thread 0 spins with acquire
   /// loads until the row's semaphore equals `rank`; the barrier holds the
   /// CTA until then.
-  void waitForRank(Value semPtr, Value rank) {
-    g.when(isThread0(), [&] { spinUntil(semPtr, rank); });
+  void waitForRank(Value semPtr, Value rank, ArrayRef<Value> where) {
+    g.when(isThread0(), [&] { spinUntil(semPtr, rank, where); });
     barrier();
   }
   /// After the dQ adds: every thread's adds are performed (fence) before
@@ -235,7 +298,7 @@ gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func->setAttr("nvvm.maxntid",
                 b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  for (unsigned i = 0; i < kNumArgs; ++i)
+  for (unsigned i = 0; i < argTypes.size(); ++i)
     func.setArgAttr(i, "dash.name", b.getStringAttr(kArgNames[i]));
   return func;
 }
@@ -315,9 +378,13 @@ struct ConvertDashToGPUPass
     config.append("threads", b.getI64IntegerAttr(threads));
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
     config.append("mma", b.getStringAttr(mma));
+    config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
     gpuModule->setAttr("dash.config", config.getDictionary(ctx));
 
-    SmallVector<Type> argTypes = kernelArgTypes(ctx, elt, D);
+    if (debugSpinLimit < 0)
+      return op.emitOpError() << "debug-spin-limit must be >= 0";
+    SmallVector<Type> argTypes =
+        kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0);
     b.setInsertionPointToStart(gpuModule.getBody());
     buildPreprocess(b, loc, argTypes, D);
     if (useMma)
@@ -379,7 +446,7 @@ struct ConvertDashToGPUPass
     OpBuilder::InsertionGuard guard(b);
     auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
     b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, threads);
+    Kernel k(b, loc, func, threads, debugSpinLimit);
     LoopGen &g = k.g;
     MLIRContext *ctx = b.getContext();
     Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
@@ -495,7 +562,7 @@ struct ConvertDashToGPUPass
         Value semPtr;
         if (det) {
           semPtr = k.elementPtr(k.arg(kSem), {bb, h, qt});
-          k.waitForRank(semPtr, rank);
+          k.waitForRank(semPtr, rank, {unit, bb, h, qt});
         }
         k.ctaLoop(g.mul(cBm, cD), [&](Value e) {
           Value i = g.div(e, cD), d = g.rem(e, cD);
@@ -533,7 +600,7 @@ struct ConvertDashToGPUPass
     OpBuilder::InsertionGuard guard(b);
     auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
     b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, threads);
+    Kernel k(b, loc, func, threads, debugSpinLimit);
     LoopGen &g = k.g;
     MLIRContext *ctx = b.getContext();
     Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
@@ -670,7 +737,9 @@ struct ConvertDashToGPUPass
         Value semPtr;
         if (det) {
           semPtr = k.elementPtr(k.arg(kSem), {bb, h, qt});
-          k.spinUntil(semPtr, rank);
+          k.spinUntil(semPtr, rank,
+                      {gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), bb, h,
+                       qt});
           NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
                                      nullptr);
         }
