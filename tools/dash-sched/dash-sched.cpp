@@ -14,6 +14,7 @@
 #include "dash/Schedule/Choose.h"
 #include "dash/Schedule/Gantt.h"
 #include "dash/Schedule/Plan.h"
+#include "dash/Schedule/Report.h"
 #include "dash/Schedule/Schedules.h"
 #include "dash/Schedule/Simulate.h"
 #include "dash/Schedule/TaskGraph.h"
@@ -103,38 +104,7 @@ bool parseReal(const std::string &s, double &out) {
   return true;
 }
 
-std::string num(double v) {
-  if (!std::isfinite(v))
-    return "inf";
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.10g", v);
-  return buf;
-}
-
-std::string jsonNum(double v) { return std::isfinite(v) ? num(v) : "null"; }
-
-std::string jsonStr(const std::string &s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-      out += buf;
-      continue;
-    }
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string jsonInts(const std::vector<int64_t> &v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    out += (i ? "," : "") + std::to_string(v[i]);
-  return out + "]";
-}
+std::string num(double v) { return formatNumber(v); }
 
 struct Options {
   Problem problem;
@@ -252,55 +222,6 @@ struct Row {
   ModelResult model;
 };
 
-std::string problemJson(const Problem &p) {
-  std::string s = "{";
-  s += "\"batch\":" + std::to_string(p.batch);
-  s += ",\"heads\":" + std::to_string(p.headsQ);
-  s += ",\"heads_kv\":" + std::to_string(p.headsKV);
-  s += ",\"seqlen\":" + std::to_string(p.seqQ);
-  s += ",\"seqlen_k\":" + std::to_string(p.seqK);
-  s += ",\"hdim\":" + std::to_string(p.headDim);
-  s += ",\"mask\":" + jsonStr(maskName(p.mask));
-  s += ",\"align\":" + jsonStr(alignName(p.align));
-  s += ",\"block_m\":" + std::to_string(p.blockM);
-  s += ",\"block_n\":" + std::to_string(p.blockN);
-  s += ",\"sms\":" + std::to_string(p.numUnits);
-  s += ",\"resident_sms\":" + std::to_string(p.numSMs());
-  s += ",\"c\":" + num(p.c) + ",\"r\":" + num(p.r);
-  s += ",\"q_tiles\":" + std::to_string(p.numQTiles());
-  s += ",\"kv_tiles\":" + std::to_string(p.numKVTiles());
-  s += ",\"tasks\":" + std::to_string(p.numHeadSlots() * tasksPerHead(p));
-  return s + "}";
-}
-
-std::string detailJson(const Problem &p, Policy policy) {
-  Plan plan = buildPlan(p, policy);
-  std::string s = ",\"units\":[";
-  for (size_t u = 0; u < plan.units.size(); ++u) {
-    s += u ? ",[" : "[";
-    for (size_t k = 0; k < plan.units[u].size(); ++k) {
-      const WorkItem &it = plan.units[u][k];
-      s += std::string(k ? "," : "") + "{\"b\":" + std::to_string(it.b) +
-           ",\"h\":" + std::to_string(it.h) +
-           ",\"kv_tile\":" + std::to_string(it.kvTile) +
-           ",\"q_tiles\":" + jsonInts(it.qTiles) + "}";
-    }
-    s += "]";
-  }
-  s += "],\"ranks\":[";
-  bool first = true;
-  for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t h = 0; h < p.headsQ; ++h)
-      for (int64_t q = 0; q < p.numQTiles(); ++q) {
-        s += std::string(first ? "" : ",") + "{\"b\":" + std::to_string(b) +
-             ",\"h\":" + std::to_string(h) +
-             ",\"q_tile\":" + std::to_string(q) +
-             ",\"kv_order\":" + jsonInts(plan.reductionOrder(b, h, q)) + "}";
-        first = false;
-      }
-  return s + "]";
-}
-
 const char *modelName(Policy p) {
   return isPersistent(p) ? "persistent grid of G units"
                          : "FA3 launch: CTA per KV tile, first free SM";
@@ -330,24 +251,9 @@ int main(int argc, char **argv) {
   const int64_t tasks = p.numHeadSlots() * tasksPerHead(p);
 
   // Every schedule is evaluated once; auto picks among them.
-  std::vector<Row> rows;
-  std::vector<Choice> candidates;
-  for (Policy policy : kConcretePolicies) {
-    Row row{policy, checkLegal(p, policy), {}};
-    if (row.legal.legal) {
-      row.model = simulate(p, policy);
-      candidates.push_back({policy, row.model});
-    }
-    rows.push_back(row);
-  }
-  Choice choice = pickBest(candidates);
-  if (o.policy && *o.policy != Policy::Auto) {
-    std::vector<Row> only;
-    for (const Row &row : rows)
-      if (row.policy == *o.policy)
-        only.push_back(row);
-    rows = only;
-  }
+  Report report = buildReport(p, o.policy);
+  const std::vector<ReportRow> &rows = report.rows;
+  const Choice &choice = report.choice;
 
   // Refuse an oversized or illegal DAG before writing anything.
   Policy dotPolicy =
@@ -360,23 +266,8 @@ int main(int argc, char **argv) {
     return fail(std::string("--dot: ") + policyName(dotPolicy) +
                 " is illegal here: " + checkLegal(p, dotPolicy).reason);
 
-  if (!o.svg.empty()) {
-    std::vector<GanttPanel> panels;
-    for (const Row &row : rows) {
-      if (!row.legal.legal)
-        continue;
-      GanttPanel panel;
-      simulate(p, row.policy, &panel.trace);
-      panel.numQTiles = p.numQTiles();
-      panel.makespan = row.model.makespan;
-      panel.title = std::string(policyName(row.policy)) + ": makespan " +
-                    num(row.model.makespan) + ", idle " +
-                    num(std::round(row.model.idleFraction * 1000) / 10) + "%";
-      panels.push_back(std::move(panel));
-    }
-    if (!writeFile(o.svg, ganttSvg(panels)))
-      return fail("cannot write --svg file '" + o.svg + "'");
-  }
+  if (!o.svg.empty() && !writeFile(o.svg, reportSvg(p, report)))
+    return fail("cannot write --svg file '" + o.svg + "'");
   if (!o.dot.empty()) {
     Plan plan = buildPlan(p, dotPolicy);
     TaskGraph g = buildTaskGraph(p, dotPolicy, plan.units);
@@ -385,31 +276,7 @@ int main(int argc, char **argv) {
   }
 
   if (o.json) {
-    std::string s = "{\"problem\":" + problemJson(p) + ",\"schedules\":[";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row &row = rows[i];
-      s += i ? ",{" : "{";
-      s += "\"name\":" + jsonStr(policyName(row.policy));
-      s += ",\"model\":" +
-           jsonStr(isPersistent(row.policy) ? "persistent" : "fa3-launch");
-      s += std::string(",\"legal\":") + (row.legal.legal ? "true" : "false");
-      s += ",\"reason\":" + jsonStr(row.legal.reason);
-      if (row.legal.legal) {
-        s += ",\"makespan\":" + jsonNum(row.model.makespan);
-        s += ",\"critical_path\":" + jsonNum(row.model.criticalPath);
-        s += ",\"idle\":" + jsonNum(row.model.idleFraction);
-        s += ",\"work_bound\":" + jsonNum(row.model.workBound);
-        std::optional<double> cf = closedForm(p, row.policy);
-        s += ",\"closed_form\":" + (cf ? jsonNum(*cf) : std::string("null"));
-        if (o.detail)
-          s += detailJson(p, row.policy);
-      } else {
-        s += ",\"makespan\":null,\"critical_path\":null,\"idle\":null";
-      }
-      s += "}";
-    }
-    s += "],\"auto\":" + jsonStr(policyName(choice.policy)) + "}\n";
-    std::fputs(s.c_str(), stdout);
+    std::fputs((reportJson(p, report, o.detail) + "\n").c_str(), stdout);
     return 0;
   }
 
@@ -430,7 +297,7 @@ int main(int argc, char **argv) {
               num(p.r).c_str());
   std::printf("  %-16s %-6s %12s %12s %7s  %s\n", "schedule", "legal",
               "makespan", "crit.path", "idle%", "model");
-  for (const Row &row : rows) {
+  for (const ReportRow &row : rows) {
     const char *mark = row.policy == choice.policy ? "*" : " ";
     if (!row.legal.legal) {
       std::printf("%s %-16s no: %s\n", mark, policyName(row.policy),

@@ -282,6 +282,24 @@ struct Kernel {
                               /*nontemporal=*/false, llvm::Align(16));
     });
   }
+  /// How the materialised schedule regions see this kernel: the op's
+  /// operands are the kernel's arguments, G is the grid size.
+  RegionMapping scheduleMapping(ScheduledAttentionBwdOp op) {
+    RegionMapping map;
+    Arg opArgs[] = {kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv};
+    for (auto [i, a] : llvm::enumerate(opArgs))
+      map.operands.map(op->getOperand(i), arg(a));
+    map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    return map;
+  }
+  /// The dynamic shared-memory window as i8 bytes.
+  Value dynamicShared() {
+    auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                         gpu::AddressSpace::Workgroup);
+    return gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
+  }
   /// 2^x with ex2.approx.ftz (no libdevice, as FA3).
   Value exp2(Value x) {
     return LLVM::CallIntrinsicOp::create(
@@ -457,9 +475,7 @@ struct ConvertDashToGPUPass
 
     // Shared memory: K, V (input type) then P, dS (f32).
     auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    Value base = gpu::DynamicSharedMemoryOp::create(
-        b, loc,
-        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
+    Value base = k.dynamicShared();
     int64_t offset = 0;
     auto view = [&](ArrayRef<int64_t> shape, Type t, int64_t bytes) {
       Value v = memref::ViewOp::create(b, loc,
@@ -481,11 +497,7 @@ struct ConvertDashToGPUPass
     Value scaleLog2 = g.mul(k.arg(kScale), g.f32(kLog2e));
     Value unit = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
 
-    RegionMapping map;
-    Arg opArgs[] = {kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv};
-    for (auto [i, a] : llvm::enumerate(opArgs))
-      map.operands.map(op->getOperand(i), k.arg(a));
-    map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    RegionMapping map = k.scheduleMapping(op);
 
     Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
     g.loop(numItems, [&](Value item) {
@@ -610,9 +622,7 @@ struct ConvertDashToGPUPass
     bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
 
     auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    Value base = gpu::DynamicSharedMemoryOp::create(
-        b, loc,
-        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
+    Value base = k.dynamicShared();
     // Rows are padded by 8 elements (16 B) so the 8 row addresses of an
     // ldmatrix land in 8 different bank groups (no conflicts).
     int64_t offset = 0;
@@ -713,11 +723,7 @@ struct ConvertDashToGPUPass
       return SmallVector<Value>(n, g.f32(0.0));
     };
 
-    RegionMapping map;
-    Arg opArgs[] = {kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv};
-    for (auto [i, a] : llvm::enumerate(opArgs))
-      map.operands.map(op->getOperand(i), k.arg(a));
-    map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    RegionMapping map = k.scheduleMapping(op);
 
     const int64_t dTiles = D / 16;     // n-tiles of 8 per warp in D/2 columns
     const int64_t accSize = dTiles * 4; // f32 per thread per D-wide product

@@ -17,6 +17,7 @@
 #include "dash/Schedule/Choose.h"
 #include "dash/Schedule/Gantt.h"
 #include "dash/Schedule/Plan.h"
+#include "dash/Schedule/Report.h"
 #include "dash/Schedule/Schedules.h"
 #include "dash/Schedule/Simulate.h"
 
@@ -32,38 +33,7 @@ using namespace dash::sched;
 
 namespace {
 
-std::string num(double v) {
-  if (!std::isfinite(v))
-    return "inf";
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.10g", v);
-  return buf;
-}
-
-std::string jsonNum(double v) { return std::isfinite(v) ? num(v) : "null"; }
-
-std::string jsonStr(const std::string &s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-      out += buf;
-      continue;
-    }
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string jsonInts(const std::vector<int64_t> &v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    out += (i ? "," : "") + std::to_string(v[i]);
-  return out + "]";
-}
+std::string num(double v) { return formatNumber(v); }
 
 // malloc'ed copy: the caller frees with dash_sched_free (free()), so the
 // allocator never crosses a C++ runtime boundary.
@@ -139,61 +109,6 @@ std::string toProblem(const dash_sched_options &o, Problem &p,
   return validate(p);
 }
 
-std::string problemJson(const Problem &p) {
-  std::string s = "{";
-  s += "\"batch\":" + std::to_string(p.batch);
-  s += ",\"heads\":" + std::to_string(p.headsQ);
-  s += ",\"heads_kv\":" + std::to_string(p.headsKV);
-  s += ",\"seqlen\":" + std::to_string(p.seqQ);
-  s += ",\"seqlen_k\":" + std::to_string(p.seqK);
-  s += ",\"hdim\":" + std::to_string(p.headDim);
-  s += ",\"mask\":" + jsonStr(maskName(p.mask));
-  s += ",\"align\":" + jsonStr(alignName(p.align));
-  s += ",\"block_m\":" + std::to_string(p.blockM);
-  s += ",\"block_n\":" + std::to_string(p.blockN);
-  s += ",\"sms\":" + std::to_string(p.numUnits);
-  s += ",\"resident_sms\":" + std::to_string(p.numSMs());
-  s += ",\"c\":" + num(p.c) + ",\"r\":" + num(p.r);
-  s += ",\"q_tiles\":" + std::to_string(p.numQTiles());
-  s += ",\"kv_tiles\":" + std::to_string(p.numKVTiles());
-  s += ",\"tasks\":" + std::to_string(p.numHeadSlots() * tasksPerHead(p));
-  return s + "}";
-}
-
-std::string detailJson(const Problem &p, Policy policy) {
-  Plan plan = buildPlan(p, policy);
-  std::string s = ",\"units\":[";
-  for (size_t u = 0; u < plan.units.size(); ++u) {
-    s += u ? ",[" : "[";
-    for (size_t k = 0; k < plan.units[u].size(); ++k) {
-      const WorkItem &it = plan.units[u][k];
-      s += std::string(k ? "," : "") + "{\"b\":" + std::to_string(it.b) +
-           ",\"h\":" + std::to_string(it.h) +
-           ",\"kv_tile\":" + std::to_string(it.kvTile) +
-           ",\"q_tiles\":" + jsonInts(it.qTiles) + "}";
-    }
-    s += "]";
-  }
-  s += "],\"ranks\":[";
-  bool first = true;
-  for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t h = 0; h < p.headsQ; ++h)
-      for (int64_t q = 0; q < p.numQTiles(); ++q) {
-        s += std::string(first ? "" : ",") + "{\"b\":" + std::to_string(b) +
-             ",\"h\":" + std::to_string(h) +
-             ",\"q_tile\":" + std::to_string(q) +
-             ",\"kv_order\":" + jsonInts(plan.reductionOrder(b, h, q)) + "}";
-        first = false;
-      }
-  return s + "]";
-}
-
-struct Row {
-  Policy policy;
-  Legality legal;
-  ModelResult model;
-};
-
 } // namespace
 
 extern "C" {
@@ -234,68 +149,12 @@ int32_t dash_sched_report(const dash_sched_options *opts, char **out_json,
   if (!err.empty())
     return failWith(err);
 
-  // Every schedule is evaluated once; auto picks among them (dash-sched).
-  std::vector<Row> rows;
-  std::vector<Choice> candidates;
-  for (Policy policy : kConcretePolicies) {
-    Row row{policy, checkLegal(p, policy), {}};
-    if (row.legal.legal) {
-      row.model = simulate(p, policy);
-      candidates.push_back({policy, row.model});
-    }
-    rows.push_back(row);
-  }
-  Choice choice = pickBest(candidates);
-  if (only && *only != Policy::Auto) {
-    std::vector<Row> kept;
-    for (const Row &row : rows)
-      if (row.policy == *only)
-        kept.push_back(row);
-    rows = kept;
-  }
-
-  std::string s = "{\"problem\":" + problemJson(p) + ",\"schedules\":[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row &row = rows[i];
-    s += i ? ",{" : "{";
-    s += "\"name\":" + jsonStr(policyName(row.policy));
-    s += ",\"model\":" +
-         jsonStr(isPersistent(row.policy) ? "persistent" : "fa3-launch");
-    s += std::string(",\"legal\":") + (row.legal.legal ? "true" : "false");
-    s += ",\"reason\":" + jsonStr(row.legal.reason);
-    if (row.legal.legal) {
-      s += ",\"makespan\":" + jsonNum(row.model.makespan);
-      s += ",\"critical_path\":" + jsonNum(row.model.criticalPath);
-      s += ",\"idle\":" + jsonNum(row.model.idleFraction);
-      s += ",\"work_bound\":" + jsonNum(row.model.workBound);
-      std::optional<double> cf = closedForm(p, row.policy);
-      s += ",\"closed_form\":" + (cf ? jsonNum(*cf) : std::string("null"));
-      if (opts->detail)
-        s += detailJson(p, row.policy);
-    } else {
-      s += ",\"makespan\":null,\"critical_path\":null,\"idle\":null";
-    }
-    s += "}";
-  }
-  s += "],\"auto\":" + jsonStr(policyName(choice.policy)) + "}";
-
+  // The same report code as dash-sched (lib/Schedule/Report.cpp).
+  Report report = buildReport(p, only);
+  std::string s = reportJson(p, report, opts->detail != 0);
   std::string svg;
-  if (opts->svg && out_svg) {
-    std::vector<GanttPanel> panels;
-    for (const Row &row : rows) {
-      if (!row.legal.legal)
-        continue;
-      GanttPanel panel;
-      simulate(p, row.policy, &panel.trace);
-      panel.numQTiles = p.numQTiles();
-      panel.makespan = row.model.makespan;
-      panel.title = std::string(policyName(row.policy)) + ": makespan " +
-                    num(row.model.makespan) + ", idle " +
-                    num(std::round(row.model.idleFraction * 1000) / 10) + "%";
-      panels.push_back(std::move(panel));
-    }
-    svg = ganttSvg(panels);
-  }
+  if (opts->svg && out_svg)
+    svg = reportSvg(p, report);
 
   *out_json = dup(s);
   if (!*out_json)
