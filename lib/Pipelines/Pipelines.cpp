@@ -80,9 +80,11 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
     if (!gpu.dumpDir.empty())
       pm.addPass(std::make_unique<DumpIRPass>(gpu.dumpDir, stage));
   };
+  // The tensor-core kernels are written for 64x64 tiles: that is the GPU
+  // default (dash-tile's FA3 tiles are for the WGMMA kernels to come).
   mlir::dash::DashTileOptions tile;
-  tile.blockM = schedule.blockM;
-  tile.blockN = schedule.blockN;
+  tile.blockM = schedule.blockM ? schedule.blockM : 64;
+  tile.blockN = schedule.blockN ? schedule.blockN : 64;
   pm.addPass(mlir::dash::createDashTile(tile));
   mlir::dash::DashScheduleOptions sched;
   sched.policy = schedule.policy;

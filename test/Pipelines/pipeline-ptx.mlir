@@ -7,6 +7,10 @@
 // RUN: python3 %dash_src_root/scripts/extract-binary %t/out.mlir %t/k.ptx
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/k.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// Without tile options the GPU pipeline takes the tensor-core kernels' 64x64.
+// RUN: dash-opt %s --dash-pipeline="policy=descending format=isa dump-dir=%t/dump2" -o /dev/null
+// RUN: FileCheck %s --check-prefix=TILE --input-file=%t/dump2/01-scheduled.mlir
+// TILE: #dash.tiling<block_m = 64, block_n = 64, stages = 2>
 
 // CHECK: gpu.binary @dash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // DUMP: 01-scheduled.mlir
