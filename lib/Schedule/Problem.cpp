@@ -26,6 +26,12 @@ const char *alignName(CausalAlign a) {
   return a == CausalAlign::BottomRight ? "bottom-right" : "top-left";
 }
 
+std::pair<int64_t, int64_t> defaultTiles(int64_t headDim, Mask mask) {
+  if (headDim == 64)
+    return {128, 128};
+  return {mask == Mask::Causal ? 64 : 80, 128};
+}
+
 int64_t Problem::numQTiles() const { return ceilDiv(seqQ, blockM); }
 int64_t Problem::numKVTiles() const { return ceilDiv(seqK, blockN); }
 int64_t Problem::maskOffset() const {

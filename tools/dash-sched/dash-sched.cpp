@@ -201,11 +201,9 @@ std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
   if (p.headDim != 64 && p.headDim != 128)
     return "--hdim " + std::to_string(p.headDim) +
            " is not supported (FA3 backward tiles exist for 64 and 128)";
-  // FA3 (dash-tile) tiles: d=64 128x128; d=128 64x128 causal, 80x128 full.
-  p.blockM = blockM
-                 ? blockM
-                 : (p.headDim == 64 ? 128 : (p.mask == Mask::Causal ? 64 : 80));
-  p.blockN = blockN ? blockN : 128;
+  auto [tileM, tileN] = defaultTiles(p.headDim, p.mask); // as dash-tile
+  p.blockM = blockM ? blockM : tileM;
+  p.blockN = blockN ? blockN : tileN;
   p.headsKV = headsKV ? headsKV : p.headsQ;
   p.seqK = seqK ? seqK : p.seqQ;
   if (o.detail && !o.json)

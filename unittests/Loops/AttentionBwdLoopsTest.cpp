@@ -259,10 +259,10 @@ bool isLegal(const Config &c) {
   p.seqQ = c.seqQ;
   p.seqK = c.seqK;
   p.headDim = c.headDim;
-  p.blockM = c.blockM ? c.blockM
-                      : (c.headDim == 64 ? 128 : (c.causal ? 64 : 80));
-  p.blockN = c.blockN ? c.blockN : 128;
   p.mask = c.causal ? dash::sched::Mask::Causal : dash::sched::Mask::Full;
+  auto [tileM, tileN] = dash::sched::defaultTiles(c.headDim, p.mask);
+  p.blockM = c.blockM ? c.blockM : tileM;
+  p.blockN = c.blockN ? c.blockN : tileN;
   p.align = c.topLeft ? dash::sched::CausalAlign::TopLeft
                       : dash::sched::CausalAlign::BottomRight;
   p.numUnits = c.units;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dash::sched {
@@ -59,6 +60,11 @@ struct Problem {
 
 /// "" if the problem is well formed, else the reason.
 std::string validate(const Problem &);
+
+/// FlashAttention-3's Hopper backward tiles (BlockM, BlockN), the defaults of
+/// dash-tile, dash-sched and the C API: d=64 -> 128x128; d=128 -> 64x128
+/// causal (the diagonal tiles waste less) and 80x128 full.
+std::pair<int64_t, int64_t> defaultTiles(int64_t headDim, Mask mask);
 
 /// Last KV tile that touches Q tile q (-1 if none: fully masked rows, which
 /// happen for sq > sk bottom-right). Covering sets are prefixes 0..last(q).

@@ -98,10 +98,9 @@ std::string toProblem(const dash_sched_options &o, Problem &p,
   p.headDim = o.hdim;
   p.mask = o.causal ? Mask::Causal : Mask::Full;
   p.align = o.top_left ? CausalAlign::TopLeft : CausalAlign::BottomRight;
-  // FA3 (dash-tile) tiles: d=64 128x128; d=128 64x128 causal, 80x128 full.
-  p.blockM = o.block_m ? o.block_m
-                       : (p.headDim == 64 ? 128 : (o.causal ? 64 : 80));
-  p.blockN = o.block_n ? o.block_n : 128;
+  auto [tileM, tileN] = defaultTiles(p.headDim, p.mask); // as dash-tile
+  p.blockM = o.block_m ? o.block_m : tileM;
+  p.blockN = o.block_n ? o.block_n : tileN;
   p.numUnits = o.sms;
   p.residentUnits = o.resident_sms;
   p.c = o.c;

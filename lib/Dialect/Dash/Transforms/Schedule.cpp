@@ -92,10 +92,10 @@ struct DashSchedulePass
                << "' is illegal here: " << legal.reason;
       model = sched::simulate(*problem, toSchedPolicy(requested));
     }
-    double critical = sched::criticalPath(*problem, toSchedPolicy(chosen));
+    // simulate() already measured the critical path: no second run.
     op.setScheduleAttr(ScheduleAttr::get(ctx, chosen, requested, numUnits,
                                          computeCost, reduceCost,
-                                         model.makespan, critical));
+                                         model.makespan, model.criticalPath));
     return success();
   }
 };
