@@ -68,11 +68,14 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     runtime, not MLIR, launches the kernels.
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", /*default=*/"256",
-           "threads per CTA of every kernel">,
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "threads per CTA of every kernel; 0: the mma mode's own count "
+           "(wgmma 288, sync and simt 256)">,
     Option<"mma", "mma", "std::string", /*default=*/"\"sync\"",
-           "tile products: sync (tensor cores, mma.sync m16n8k16; needs "
-           "64x64 tiles and 256 threads) or simt (CUDA-core FMA, any tile)">,
+           "tile products: wgmma (warpgroup MMA from swizzled shared tiles, "
+           "cp.async prefetch, a dQ-reducer warp; 64x128 tiles, bf16), sync "
+           "(mma.sync m16n8k16; 64x64 tiles, 256 threads) or simt "
+           "(CUDA-core FMA, any tile)">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "

@@ -10,13 +10,7 @@
 
 #include "dash/Conversion/Passes.h"
 
-#include "../LoopGen.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/Builders.h"
+#include "KernelBuilder.h"
 
 #include <cmath>
 #include <limits>
@@ -31,299 +25,10 @@ using namespace mlir::dash;
 using namespace mlir::dash::detail;
 
 namespace {
-constexpr double kLog2e = 1.4426950408889634;
-/// Row padding of the mma kernel's shared tiles, in elements.
-constexpr int64_t kPad = 8;
-/// Shared memory of the mma main kernel (64x64 tiles, bf16): K, V, Q, dO
-/// as [64][D + pad], P^T, dS^T, dS as [64][64 + pad], and the f32 dQ
-/// partial [64][D] (unpadded: one bulk reduce reads it as one block).
-int64_t mmaSharedBytes(int64_t d) {
-  return 4 * 64 * (d + kPad) * 2 + 3 * 64 * (64 + kPad) * 2 + 64 * d * 4;
-}
-
-/// Kernel arguments, in ABI order (docs/Runtime.md).
-enum Arg : unsigned {
-  kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv, // user tensors (strided)
-  kDqAcc, kDkAcc, kDvAcc, kDPsum, kLse2, kSem, // workspace
-  kScale,
-  kDebug, // only in debug kernels (debug-spin-limit > 0)
-  kNumArgs
-};
-const char *kArgNames[kNumArgs] = {
-    "q",        "k",        "v",        "o",        "dO",
-    "lse",      "dq",       "dk",       "dv",       "dq_accum",
-    "dk_accum", "dv_accum", "dpsum",    "lse_log2", "semaphores",
-    "scale",    "debug"};
-
-/// The record a debug kernel leaves in its `debug` buffer (i64 words) before
-/// it traps on a semaphore that never reaches the expected rank.
-enum DebugWord : int64_t {
-  kDbgMagic, kDbgUnit, kDbgB, kDbgH, kDbgQ, kDbgRank, kDbgSeen, kDbgSpins,
-  kDbgWords
-};
-constexpr int64_t kDebugMagic = 0xDA5400DE;
-
-SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d,
-                                 bool debug) {
-  int64_t dyn = ShapedType::kDynamic;
-  Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
-  // BSHD with any strides but a unit stride on D (what TMA will need too).
-  auto act = MemRefType::get(
-      {dyn, dyn, dyn, d}, elt,
-      StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn, 1}));
-  auto lse = MemRefType::get({dyn, dyn, dyn}, f32,
-                             StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn}));
-  auto acc4 = MemRefType::get({dyn, dyn, dyn, d}, f32);
-  auto acc3 = MemRefType::get({dyn, dyn, dyn}, f32);
-  auto sem = MemRefType::get({dyn, dyn, dyn}, i32);
-  SmallVector<Type> types = {act,  act,  act,  act,  act,  lse, act, act,
-                             act,  acc4, acc4, acc4, acc3, acc3, sem, f32};
-  if (debug) // host-mapped i64 words (DebugWord), written before a trap
-    types.push_back(MemRefType::get({dyn}, IntegerType::get(ctx, 64)));
-  return types;
-}
-
-/// Per-kernel context: the builder, thread coordinates, arguments.
-struct Kernel {
-  OpBuilder &b;
-  Location loc;
-  LoopGen g;
-  Block::BlockArgListType args;
-  int64_t threads;
-  Value tid, T;
-
-  /// > 0: a bounded spin that reports and traps instead of hanging.
-  int64_t spinLimit = 0;
-
-  Kernel(OpBuilder &b, Location loc, gpu::GPUFuncOp func, int64_t threads,
-         int64_t spinLimit = 0)
-      : b(b), loc(loc), g{b, loc}, args(func.getArguments()),
-        threads(threads), spinLimit(spinLimit) {
-    tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    T = g.idx(threads);
-  }
-  Value arg(Arg a) { return args[a]; }
-  Value dim(Arg a, int64_t i) {
-    return b.createOrFold<memref::DimOp>(loc, arg(a), i);
-  }
-  /// Grid-stride loop over [0, n): every thread of every CTA.
-  void gridLoop(Value n, function_ref<void(Value)> body) {
-    Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value nb = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-    g.loop(g.add(g.mul(bid, T), tid), n, g.mul(nb, T), body);
-  }
-  /// CTA-stride loop over [0, n): the threads of this CTA.
-  void ctaLoop(Value n, function_ref<void(Value)> body) {
-    g.loop(tid, n, T, body);
-  }
-  /// Row-major decomposition of a flat index over `dims`.
-  SmallVector<Value> unflatten(Value e, ArrayRef<Value> dims) {
-    SmallVector<Value> out(dims.size());
-    for (int i = dims.size() - 1; i >= 0; --i) {
-      out[i] = i ? g.rem(e, dims[i]) : e;
-      if (i)
-        e = g.div(e, dims[i]);
-    }
-    return out;
-  }
-  Value product(ArrayRef<Value> dims) {
-    Value p = g.idx(1);
-    for (Value d : dims)
-      p = g.mul(p, d);
-    return p;
-  }
-  void barrier() { gpu::BarrierOp::create(b, loc); }
-  /// Generic pointer to memref element `indices` (for atomics that memref
-  /// does not spell: acquire loads, release increments).
-  Value elementPtr(Value memref, ValueRange indices) {
-    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-    Value linear = meta.getOffset();
-    for (auto [i, idx] : llvm::enumerate(indices))
-      linear = g.add(linear, g.mul(idx, meta.getStrides()[i]));
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    unsigned bytes =
-        cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
-    Value addr = g.add(base, g.mul(linear, g.idx(bytes)));
-    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
-    return LLVM::IntToPtrOp::create(b, loc,
-                                    LLVM::LLVMPointerType::get(b.getContext()),
-                                    i64);
-  }
-  Value isThread0() {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                 g.idx(0));
-  }
-  /// Spins (the calling thread) with acquire loads until *semPtr == rank.
-  /// `where` = {unit, b, h, q} identifies the wait in a debug report.
-  void spinUntil(Value semPtr, Value rank, ArrayRef<Value> where) {
-    Value rank32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
-    Type i32 = b.getI32Type(), i64 = b.getI64Type();
-    Value zero64 = arith::ConstantIntOp::create(b, loc, 0, 64);
-    Value seenInit = arith::ConstantIntOp::create(b, loc, -1, 32);
-    auto loopOp = scf::WhileOp::create(
-        b, loc, TypeRange{i32, i64}, ValueRange{seenInit, zero64},
-        [&](OpBuilder &nb, Location l, ValueRange iter) {
-          Value seen = LLVM::LoadOp::create(
-              nb, l, i32, semPtr, /*alignment=*/4, false, false, false, false,
-              LLVM::AtomicOrdering::acquire, "device");
-          Value wait = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
-                                             seen, rank32);
-          if (spinLimit > 0) { // give up after spinLimit polls
-            Value under = arith::CmpIOp::create(
-                nb, l, arith::CmpIPredicate::slt, iter[1],
-                arith::ConstantIntOp::create(nb, l, spinLimit, 64));
-            wait = arith::AndIOp::create(nb, l, wait, under);
-          }
-          scf::ConditionOp::create(nb, l, wait, ValueRange{seen, iter[1]});
-        },
-        [&](OpBuilder &nb, Location l, ValueRange iter) {
-          Value next = arith::AddIOp::create(
-              nb, l, iter[1], arith::ConstantIntOp::create(nb, l, 1, 64));
-          scf::YieldOp::create(nb, l, ValueRange{iter[0], next});
-        });
-    if (spinLimit <= 0)
-      return;
-    // Stuck: claim the record (first CTA wins), write who waited for what,
-    // make it visible to the host (system-scope fence), trap.
-    Value seen = loopOp.getResult(0), spins = loopOp.getResult(1);
-    Value stuck = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, seen,
-                                        rank32);
-    g.when(stuck, [&] {
-      Value dbg = arg(kDebug);
-      Value magic = arith::ConstantIntOp::create(b, loc, kDebugMagic, 64);
-      Value old = LLVM::AtomicRMWOp::create(
-          b, loc, LLVM::AtomicBinOp::xchg, elementPtr(dbg, {g.idx(kDbgMagic)}),
-          magic, LLVM::AtomicOrdering::monotonic, "");
-      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                          old, magic);
-      g.when(first, [&] {
-        auto put = [&](DebugWord w, Value v) {
-          if (!v.getType().isInteger(64))
-            v = v.getType().isIndex()
-                    ? arith::IndexCastOp::create(b, loc, i64, v).getResult()
-                    : arith::ExtSIOp::create(b, loc, i64, v).getResult();
-          memref::StoreOp::create(b, loc, v, dbg, ValueRange{g.idx(w)});
-        };
-        put(kDbgUnit, where[0]);
-        put(kDbgB, where[1]);
-        put(kDbgH, where[2]);
-        put(kDbgQ, where[3]);
-        put(kDbgRank, rank);
-        put(kDbgSeen, seen);
-        put(kDbgSpins, spins);
-      });
-      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::seq_cst, "");
-      LLVM::Trap::create(b, loc);
-    });
-  }
-  /// Release increment by the calling thread: fence + relaxed add (LLVM
-  /// 22.1 lowers a `release` atomicrmw to a relaxed atom, HOPPER.md P15).
-  void releaseBy(Value semPtr) {
-    LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
-    Value one = arith::ConstantIntOp::create(b, loc, 1, 32);
-    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, semPtr, one,
-                              LLVM::AtomicOrdering::monotonic, "device");
-  }
-  /// Shared-window pointer (!llvm.ptr<3>) to the start of a shared memref.
-  Value sharedPtr(Value memref) {
-    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    return LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
-        arith::IndexCastOp::create(b, loc, b.getI64Type(), addr).getResult());
-  }
-  /// Deterministic mode, before the dQ adds: thread 0 spins with acquire
-  /// loads until the row's semaphore equals `rank`; the barrier holds the
-  /// CTA until then.
-  void waitForRank(Value semPtr, Value rank, ArrayRef<Value> where) {
-    g.when(isThread0(), [&] { spinUntil(semPtr, rank, where); });
-    barrier();
-  }
-  /// After the dQ adds: every thread's adds are performed (fence) before
-  /// the barrier; then thread 0 hands the row to the next rank.
-  void releaseRank(Value semPtr) {
-    LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, "device");
-    barrier();
-    g.when(isThread0(), [&] { releaseBy(semPtr); });
-  }
-  /// Copies rows [row0, row0 + rows) of head `head` of a BSHD tensor into a
-  /// [tileRows, D] shared tile; rows past the end (or past `rows`) are 0.
-  void stageRows(Value src, Value dst, Value bb, Value row0, Value rows,
-                 Value head, Value seqLen, int64_t tileRows, int64_t d) {
-    Type elt = cast<MemRefType>(dst.getType()).getElementType();
-    Value cD = g.idx(d), last = g.sub(seqLen, g.idx(1));
-    ctaLoop(g.mul(g.idx(tileRows), cD), [&](Value e) {
-      Value r = g.div(e, cD), c = g.rem(e, cD);
-      Value row = g.minIdx(g.add(row0, r), last);
-      Value x = memref::LoadOp::create(b, loc, src,
-                                       ValueRange{bb, row, head, c});
-      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
-      x = arith::SelectOp::create(b, loc, g.lt(r, rows), x, zero);
-      memref::StoreOp::create(b, loc, x, dst, ValueRange{r, c});
-    });
-  }
-  /// stageRows with 16-byte vector accesses (8 bf16): the runtime guarantees
-  /// 16-byte aligned bases and row strides, the shared rows are padded to
-  /// multiples of 16 B.
-  void stageRowsVec(Value src, Value dst, Value bb, Value row0, Value rows,
-                    Value head, Value seqLen, int64_t tileRows, int64_t d) {
-    Type elt = cast<MemRefType>(dst.getType()).getElementType();
-    auto vecTy = VectorType::get({8}, elt);
-    Value chunks = g.idx(d / 8), last = g.sub(seqLen, g.idx(1));
-    Value zero = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(vecTy, b.getZeroAttr(elt)));
-    ctaLoop(g.mul(g.idx(tileRows), chunks), [&](Value e) {
-      Value r = g.div(e, chunks), c = g.mul(g.rem(e, chunks), g.idx(8));
-      Value row = g.minIdx(g.add(row0, r), last);
-      Value x = vector::LoadOp::create(b, loc, vecTy, src,
-                                       ValueRange{bb, row, head, c},
-                                       /*nontemporal=*/false, llvm::Align(16));
-      x = arith::SelectOp::create(b, loc, g.lt(r, rows), x, zero);
-      vector::StoreOp::create(b, loc, x, dst, ValueRange{r, c},
-                              /*nontemporal=*/false, llvm::Align(16));
-    });
-  }
-  /// How the materialised schedule regions see this kernel: the op's
-  /// operands are the kernel's arguments, G is the grid size.
-  RegionMapping scheduleMapping(ScheduledAttentionBwdOp op) {
-    RegionMapping map;
-    Arg opArgs[] = {kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv};
-    for (auto [i, a] : llvm::enumerate(opArgs))
-      map.operands.map(op->getOperand(i), arg(a));
-    map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-    return map;
-  }
-  /// The dynamic shared-memory window as i8 bytes.
-  Value dynamicShared() {
-    auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
-                                         gpu::AddressSpace::Workgroup);
-    return gpu::DynamicSharedMemoryOp::create(
-        b, loc,
-        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr, wg));
-  }
-  /// 2^x with ex2.approx.ftz (no libdevice, as FA3).
-  Value exp2(Value x) {
-    return LLVM::CallIntrinsicOp::create(
-               b, loc, b.getF32Type(),
-               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{x})
-        .getResult(0);
-  }
-};
-
-gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
-                            ArrayRef<Type> argTypes, int64_t threads) {
-  auto func = gpu::GPUFuncOp::create(
-      b, loc, name, FunctionType::get(b.getContext(), argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func->setAttr("nvvm.maxntid",
-                b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  for (unsigned i = 0; i < argTypes.size(); ++i)
-    func.setArgAttr(i, "dash.name", b.getStringAttr(kArgNames[i]));
-  return func;
-}
-
 struct ConvertDashToGPUPass
     : mlir::dash::impl::ConvertDashToGPUBase<ConvertDashToGPUPass> {
   using Base::Base;
+  int64_t nthreads = 256; // the lowered op's thread count (see lower())
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -350,25 +55,43 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "the GPU kernels write gradients in the "
                                  "input element type; f32 gradients are a "
                                  "CPU-loops feature for now";
-    if (threads < 128 || threads % 128 != 0 || threads > 1024)
-      return op.emitOpError() << "threads must be a multiple of 128 in "
-                                 "[128, 1024]";
     int64_t bm = op.getTiling().getBlockM(), bn = op.getTiling().getBlockN();
     int64_t eltBytes = elt.getIntOrFloatBitWidth() / 8;
-    bool useMma = mma == "sync";
-    if (!useMma && mma != "simt")
+    bool useSync = mma == "sync", useWgmma = mma == "wgmma";
+    if (!useSync && !useWgmma && mma != "simt")
       return op.emitOpError() << "unknown mma mode '" << mma
-                              << "'; expected sync or simt";
-    if (useMma && (bm != 64 || bn != 64 || threads != 256 || !elt.isBF16()))
+                              << "'; expected wgmma, sync or simt";
+    // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
+    // reducer warp; sync and simt: 256).
+    nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);
+    if (useWgmma) {
+      if (nthreads != kWgmmaThreads)
+        return op.emitOpError() << "mma=wgmma runs " << kWgmmaThreads
+                                << " threads (2 MMA warpgroups + 1 reducer "
+                                   "warp); got threads="
+                                << nthreads;
+    } else if (nthreads < 128 || nthreads % 128 != 0 || nthreads > 1024) {
+      return op.emitOpError() << "threads must be a multiple of 128 in "
+                                 "[128, 1024]";
+    }
+    if (useWgmma && (bm != 64 || bn != 128 || !elt.isBF16()))
+      return op.emitOpError()
+             << "mma=wgmma needs 64x128 tiles (block-m x block-n) and bf16 "
+                "(got "
+             << bm << "x" << bn << ", " << elt
+             << "); use dash-tile=\"block-m=64 block-n=128\"";
+    if (useSync && (bm != 64 || bn != 64 || nthreads != 256 || !elt.isBF16()))
       return op.emitOpError()
              << "mma=sync needs 64x64 tiles, 256 threads and bf16 (got "
-             << bm << "x" << bn << ", " << (int64_t)threads << " threads, " << elt
+             << bm << "x" << bn << ", " << nthreads << " threads, " << elt
              << "); use mma=simt or dash-tile=\"block-m=64 block-n=64\"";
     // Shared memory of main. simt: K, V (input type), P, dS (f32).
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = useMma ? mmaSharedBytes(D) : 2 * kvBytes + 2 * pBytes;
+    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D)
+                          : useSync ? mmaSharedBytes(D)
+                                    : 2 * kvBytes + 2 * pBytes;
     if (sharedBytes > 227 * 1024)
       return op.emitOpError() << "tile " << bm << "x" << bn << " with D = "
                               << D << " needs " << sharedBytes
@@ -393,7 +116,7 @@ struct ConvertDashToGPUPass
     config.append("deterministic", b.getBoolAttr(op.getDeterministic()));
     config.append("block_m", b.getI64IntegerAttr(bm));
     config.append("block_n", b.getI64IntegerAttr(bn));
-    config.append("threads", b.getI64IntegerAttr(threads));
+    config.append("threads", b.getI64IntegerAttr(nthreads));
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
     config.append("mma", b.getStringAttr(mma));
     config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
@@ -405,7 +128,9 @@ struct ConvertDashToGPUPass
         kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0);
     b.setInsertionPointToStart(gpuModule.getBody());
     buildPreprocess(b, loc, argTypes, D);
-    if (useMma)
+    if (useWgmma)
+      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit);
+    else if (useSync)
       buildMainMma(b, loc, argTypes, op, D);
     else
       buildMain(b, loc, argTypes, op, D, bm, bn, eltBytes);
@@ -418,9 +143,9 @@ struct ConvertDashToGPUPass
   void buildPreprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                        int64_t D) {
     OpBuilder::InsertionGuard guard(b);
-    auto func = createKernel(b, loc, "dash_bwd_preprocess", argTypes, threads);
+    auto func = createKernel(b, loc, "dash_bwd_preprocess", argTypes, nthreads);
     b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, threads);
+    Kernel k(b, loc, func, nthreads);
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), cD = g.idx(D);
     k.gridLoop(g.mul(g.mul(B, H), Sq), [&](Value r) {
@@ -462,9 +187,9 @@ struct ConvertDashToGPUPass
                  ScheduledAttentionBwdOp op, int64_t D, int64_t bm,
                  int64_t bn, int64_t eltBytes) {
     OpBuilder::InsertionGuard guard(b);
-    auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
+    auto func = createKernel(b, loc, "dash_bwd_main", argTypes, nthreads);
     b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, threads, debugSpinLimit);
+    Kernel k(b, loc, func, nthreads, debugSpinLimit);
     LoopGen &g = k.g;
     MLIRContext *ctx = b.getContext();
     Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
@@ -610,9 +335,9 @@ struct ConvertDashToGPUPass
                     ScheduledAttentionBwdOp op, int64_t D) {
     constexpr int64_t bm = 64, bn = 64;
     OpBuilder::InsertionGuard guard(b);
-    auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
+    auto func = createKernel(b, loc, "dash_bwd_main", argTypes, nthreads);
     b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, threads, debugSpinLimit);
+    Kernel k(b, loc, func, nthreads, debugSpinLimit);
     LoopGen &g = k.g;
     MLIRContext *ctx = b.getContext();
     Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
@@ -944,9 +669,9 @@ struct ConvertDashToGPUPass
                         int64_t D) {
     OpBuilder::InsertionGuard guard(b);
     auto func =
-        createKernel(b, loc, "dash_bwd_postprocess", argTypes, threads);
+        createKernel(b, loc, "dash_bwd_postprocess", argTypes, nthreads);
     b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, threads);
+    Kernel k(b, loc, func, nthreads);
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
           Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2), cD = g.idx(D);

@@ -1,0 +1,566 @@
+//===- MainWgmma.cpp - The warp-specialised WGMMA main kernel -------------===//
+//
+// dash_bwd_main for sm_90a on warpgroup MMA (wgmma.mma_async, operands from
+// shared-memory descriptors over 128-byte-swizzled tiles):
+//
+//  * 384 threads: warpgroups 0 and 1 do the tile math, each on 64 of the
+//    128 KV rows of the unit's current KV tile; warp 8 (first of warpgroup
+//    2) is the dQ reducer. setmaxnreg moves registers from warpgroup 2 (24)
+//    to the MMA warpgroups (240), whose dK/dV accumulators stay live.
+//  * Per KV tile (item): K and V are loaded once (cp.async, zero-filled past
+//    S_k). Per Q tile (step): Q, dO, lse_log2 and dPsum are prefetched one
+//    step ahead into a second buffer while the current step computes.
+//  * Per step and warpgroup w (rows R = KV rows 64w..64w+63):
+//      S^T  = K_R Q^T, dP^T = V_R dO^T              (m64n64,  K = D)
+//      P^T  = exp2(S^T * scale * log2e - lse_log2), dS^T = P^T (dP^T - dPsum)
+//      (bf16, written swizzled to shared memory; masked entries are 0)
+//      dV_R += P^T_R dO, dK_R += dS^T_R Q           (m64nD,   K = 64)
+//      dQ[:, half w] = dS K[:, half w]               (m64nD/2, K = 128)
+//    dV/dK stay in registers for the whole walk.
+//  * The dQ partial goes registers -> shared (f32); the reducer warp waits
+//    for the row's turn (deterministic: the semaphore equals the rank), adds
+//    the tile with one `cp.reduce.async.bulk ... add.f32`, waits for it to
+//    complete and releases the row. Named barriers hand the staging buffer
+//    between the two sides (FULL: MMA -> reducer, EMPTY: reducer -> MMA), so
+//    the rank wait overlaps the next step's products.
+//
+// Shared layouts (bf16, 1024-byte aligned): a [rows][D] tile is stored as
+// D/64 panels of [rows][64]; row r of a panel is 128 bytes whose 16-byte
+// chunks are permuted by chunk ^ (r % 8) (the TMA/wgmma 128B swizzle). The
+// same K tile is then the K-major A of S^T (rows = KV) and the N-major B of
+// dQ; Q and dO are the K-major B of S^T/dP^T and the N-major B of dK/dV;
+// dS^T [128][64] is the K-major A of dK and the M-major A of dQ.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::dash;
+using namespace mlir::dash::detail;
+
+namespace {
+constexpr int64_t kBm = 64;  // Q tile rows (one wgmma M / N of S^T)
+constexpr int64_t kBn = 128; // KV tile rows (two warpgroups x 64)
+constexpr int64_t kMmaThreads = 256;
+constexpr int64_t kSyncThreads = kMmaThreads + 32; // MMA + reducer warp
+constexpr int64_t kMmaRegs = 240, kReducerRegs = 24;
+constexpr int64_t kAlign = 1024; // swizzle atom: 8 rows x 128 B
+
+// Named barriers (0 is __syncthreads).
+constexpr int kBarMma = 1;   // the 256 MMA threads
+constexpr int kBarEmpty = 2; // reducer -> MMA: dQ staging free
+constexpr int kBarFull = 3;  // MMA -> reducer: dQ staging holds a tile
+
+/// Byte offsets of the shared buffers from the 1024-aligned base.
+struct SmemLayout {
+  int64_t d;
+  int64_t panels() const { return d / 64; }
+  int64_t kvBytes() const { return kBn * d * 2; }
+  int64_t qBytes() const { return kBm * d * 2; }
+  int64_t k() const { return 0; }
+  int64_t v() const { return k() + kvBytes(); }
+  int64_t q(int64_t buf) const { return v() + kvBytes() + buf * qBytes(); }
+  int64_t dO(int64_t buf) const { return q(2) + buf * qBytes(); }
+  int64_t pT() const { return dO(2); }
+  int64_t dsT() const { return pT() + kBn * kBm * 2; }
+  int64_t dQ() const { return dsT() + kBn * kBm * 2; }
+  int64_t lse(int64_t buf) const { return dQ() + kBm * d * 4 + buf * kBm * 4; }
+  int64_t dps(int64_t buf) const { return lse(2) + buf * kBm * 4; }
+  int64_t end() const { return dps(2); }
+};
+} // namespace
+
+int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d) {
+  return SmemLayout{d}.end() + kAlign; // + slack to align the base
+}
+
+namespace {
+/// Builds the kernel body; one instance per kernel.
+struct WgmmaBuilder {
+  Kernel &k;
+  OpBuilder &b;
+  Location loc;
+  LoopGen &g;
+  MLIRContext *ctx;
+  ScheduledAttentionBwdOp op;
+  int64_t D;
+  SmemLayout L;
+  Type f32, i32, i64, bf16;
+  Value base; // index: 1024-aligned shared address of the buffers
+
+  WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d)
+      : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
+        D(d), L{d} {
+    f32 = b.getF32Type();
+    i32 = b.getI32Type();
+    i64 = b.getI64Type();
+    bf16 = b.getBF16Type();
+  }
+
+  Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
+  Value toI64(Value idx) {
+    return arith::IndexCastOp::create(b, loc, i64, idx);
+  }
+  /// Shared pointer at byte address `addr` (index).
+  Value sh(Value addr) {
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+                                    toI64(addr));
+  }
+  /// Global pointer to element `indices` of a memref argument.
+  Value global(Arg a, ValueRange indices) {
+    return LLVM::AddrSpaceCastOp::create(b, loc,
+                                         LLVM::LLVMPointerType::get(ctx, 1),
+                                         k.elementPtr(k.arg(a), indices));
+  }
+  void ptx(StringRef code, ValueRange args = {}) {
+    NVVM::InlinePtxOp::create(b, loc, TypeRange{}, args, ValueRange{}, code,
+                              Value());
+  }
+  void barSync(int id, int64_t n) {
+    ptx("barrier.sync $0, $1;", {c32(id), c32(n)});
+  }
+  void barArrive(int id, int64_t n) {
+    ptx("barrier.arrive $0, $1;", {c32(id), c32(n)});
+  }
+  void fenceAsyncShared() {
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  }
+
+  /// wgmma shared-memory descriptor of a 128B-swizzled operand at byte
+  /// address `addr`: LBO (leading byte offset: distance between 64-element
+  /// panels along M/N for MN-major operands; unused for K-major), SBO =
+  /// 1024 B (distance between 8-row groups), layout 1 = 128B swizzle.
+  Value desc(Value addr, int64_t lboBytes) {
+    int64_t fixed = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32) |
+                    ((lboBytes >> 4) << 16);
+    Value a = arith::ShRUIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, toI64(addr), c64(0x3FFFF)),
+        c64(4));
+    return arith::OrIOp::create(b, loc, a, c64(fixed));
+  }
+  /// Descriptor + a byte offset (multiple of 16) inside the same tile.
+  Value descAt(Value d, int64_t bytes) {
+    return bytes ? arith::AddIOp::create(b, loc, d, c64(bytes >> 4)).getResult()
+                 : d;
+  }
+
+  LLVM::LLVMStructType accType(int64_t n) {
+    return LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(n / 2, f32));
+  }
+  Value zeroAcc(int64_t n) { return LLVM::ZeroOp::create(b, loc, accType(n)); }
+  /// acc += A B on one m64nNk16 (bf16 -> f32). transA: A is M-major (else
+  /// K-major); transB: B is N-major (else K-major).
+  Value wgmma(Value acc, Value dA, Value dB, int64_t n, bool transA,
+              bool transB) {
+    return NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType(n), acc, dA, dB,
+        NVVM::MMAShapeAttr::get(ctx, 64, n, 16), NVVM::WGMMATypes::bf16,
+        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
+        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one,
+        transA ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        transB ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+        NVVM::MMAIntOverflowAttr());
+  }
+  /// `v` through a side-effecting register move: LLVM cannot hoist what is
+  /// computed from it out of the enclosing loop.
+  Value opaque(Value v) {
+    Value x = arith::IndexCastOp::create(b, loc, i32, v);
+    x = LLVM::InlineAsmOp::create(
+            b, loc, i32, ValueRange{x}, "mov.b32 $0, $1;", "=r,r",
+            /*has_side_effects=*/true, /*is_align_stack=*/false,
+            LLVM::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
+            /*operand_attrs=*/ArrayAttr())
+            .getResult(0);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+  }
+  Value elem(Value acc, int64_t r) {
+    return LLVM::ExtractValueOp::create(b, loc, acc, r);
+  }
+
+  /// Byte offset of element (row, col) in a swizzled [rows][D] tile whose
+  /// panels are `rows` x 128 B (col a multiple of 8: a 16-byte chunk).
+  Value swz(Value row, Value col, int64_t rows) {
+    Value panel = g.div(col, g.idx(64));
+    Value chunk = g.rem(g.div(col, g.idx(8)), g.idx(8));
+    Value sw = arith::XOrIOp::create(b, loc, chunk, g.rem(row, g.idx(8)));
+    return g.add(g.add(g.mul(panel, g.idx(rows * 128)),
+                       g.mul(row, g.idx(128))),
+                 g.mul(sw, g.idx(16)));
+  }
+
+  /// cp.async of rows [row0, row0 + rowsTile) of head `head` of BSHD tensor
+  /// `a` into the swizzled tile at `dst`; rows at or past `seqLen` are
+  /// zero-filled (their source address is clamped to a valid row).
+  void loadTile(Arg a, Value dst, Value bb, Value row0, Value head,
+                Value seqLen, int64_t rowsTile, Value tid) {
+    int64_t chunksPerRow = D / 8, total = rowsTile * chunksPerRow;
+    Value last = g.sub(seqLen, g.idx(1));
+    for (int64_t i = 0; i < total / kMmaThreads; ++i) {
+      Value e = g.add(tid, g.idx(i * kMmaThreads));
+      Value r = g.div(e, g.idx(chunksPerRow));
+      Value col = g.mul(g.rem(e, g.idx(chunksPerRow)), g.idx(8));
+      Value row = g.add(row0, r);
+      Value inside = g.lt(row, seqLen);
+      Value src = global(a, {bb, g.minIdx(row, last), head, col});
+      Value bytes = arith::SelectOp::create(b, loc, inside, c32(16), c32(0));
+      NVVM::CpAsyncOp::create(b, loc, sh(g.add(dst, swz(r, col, rowsTile))),
+                              src, 16, NVVM::LoadCacheModifierKind::CG, bytes);
+    }
+  }
+  /// cp.async of 64 f32 of a [B, H, S] workspace row (4-byte copies, no
+  /// alignment needed), zero past S_q. Threads `lane0`..+63 take part.
+  void loadRowVector(Arg a, Value dst, Value bb, Value h, Value q0, Value Sq,
+                     Value t) {
+    Value row = g.add(q0, t);
+    Value inside = g.lt(row, Sq);
+    Value src = global(a, {bb, h, g.minIdx(row, g.sub(Sq, g.idx(1)))});
+    Value bytes = arith::SelectOp::create(b, loc, inside, c32(4), c32(0));
+    NVVM::CpAsyncOp::create(b, loc, sh(g.add(dst, g.mul(t, g.idx(4)))), src,
+                            4, NVVM::LoadCacheModifierKind::CA, bytes);
+  }
+};
+} // namespace
+
+void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
+                                        ArrayRef<Type> argTypes,
+                                        ScheduledAttentionBwdOp op, int64_t D,
+                                        int64_t spinLimit) {
+  OpBuilder::InsertionGuard guard(b);
+  auto func =
+      createKernel(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads);
+  // One CTA per SM: lets ptxas honour setmaxnreg beyond the 168 registers
+  // that 384 threads get at entry.
+  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  b.setInsertionPointToStart(&func.getBody().front());
+  Kernel k(b, loc, func, kWgmmaThreads, spinLimit);
+  WgmmaBuilder w(k, op, D);
+  LoopGen &g = k.g;
+  MLIRContext *ctx = b.getContext();
+  const SmemLayout &L = w.L;
+  bool causal = op.getMask() == Mask::Causal;
+  bool det = op.getDeterministic();
+  bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
+
+  // 1024-aligned base of the dynamic shared window.
+  Value raw = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, k.dynamicShared());
+  w.base = g.mul(g.div(g.add(raw, g.idx(kAlign - 1)), g.idx(kAlign)),
+                 g.idx(kAlign));
+  auto at = [&](int64_t off) { return g.add(w.base, g.idx(off)); };
+
+  Value Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), Sk = k.dim(kK, 1),
+        Hkv = k.dim(kK, 2);
+  Value off = bottomRight ? g.sub(Sk, Sq) : g.idx(0);
+  Value scaleLog2 = g.mul(k.arg(kScale), g.f32(kLog2e));
+  Value unit = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  RegionMapping map = k.scheduleMapping(op);
+  Value tid = k.tid;
+
+  // The unit's walk: (b, h, kv, len) per item, Q tile and rank per step.
+  struct Item {
+    Value bb, h, kv, len;
+  };
+  auto forItems = [&](function_ref<void(const Item &)> body) {
+    Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
+    g.loop(numItems, [&](Value item) {
+      SmallVector<Value> it =
+          inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
+      body(Item{it[0], it[1], it[2], it[3]});
+    });
+  };
+  auto visit = [&](const Item &it, Value step) {
+    return inlineScheduleRegion(b, op.getVisit(), {it.bb, it.h, it.kv, step},
+                                map)[0];
+  };
+  auto rankOf = [&](const Item &it, Value qt) {
+    return inlineScheduleRegion(b, op.getRank(), {it.bb, it.h, it.kv, qt},
+                                map)[0];
+  };
+
+  // The warpgroup index, broadcast from lane 0: ptxas then knows the role
+  // branches are warp-uniform (else it serialises the wgmmas, C7520).
+  Value wgIdx = [&] {
+    Value t32 = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                           g.div(tid, g.idx(128)));
+    Value v = NVVM::ShflOp::create(
+        b, loc, b.getI32Type(), w.c32(-1), t32, w.c32(0), w.c32(0x1f),
+        NVVM::ShflKindAttr::get(ctx, NVVM::ShflKind::idx), UnitAttr());
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult();
+  }();
+  Value isMma = g.lt(wgIdx, g.idx(2));
+  auto roles = scf::IfOp::create(b, loc, isMma, /*withElseRegion=*/true);
+
+  // ---------------------------------------------------------------- reducer
+  {
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(&roles.getElseRegion().front());
+    NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(kReducerRegs),
+                                   NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
+    auto reducerWarp =
+        scf::IfOp::create(b, loc, g.lt(tid, g.idx(kSyncThreads)), false);
+    b.setInsertionPointToStart(&reducerWarp.getThenRegion().front());
+    Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        g.idx(kMmaThreads));
+    w.barArrive(kBarEmpty, kSyncThreads); // the staging buffer starts free
+    forItems([&](const Item &it) {
+      g.loop(it.len, [&](Value step) {
+        Value qt = visit(it, step);
+        Value rank = rankOf(it, qt);
+        w.barSync(kBarFull, kSyncThreads);
+        g.when(lane0, [&] {
+          Value semPtr;
+          if (det) {
+            semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
+            k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                       nullptr);
+          }
+          Value q0 = g.mul(qt, g.idx(kBm));
+          Value qRows = g.minIdx(g.idx(kBm), g.sub(Sq, q0));
+          Value dst = w.global(kDqAcc, {it.bb, it.h, q0, g.idx(0)});
+          Value bytes = arith::IndexCastOp::create(
+              b, loc, w.i32, g.mul(qRows, g.idx(D * 4)));
+          w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+                "[$0], [$1], $2;",
+                {dst, w.sh(at(L.dQ())), bytes});
+          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+          NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
+          if (det) {
+            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                       nullptr);
+            k.releaseBy(semPtr);
+          }
+        });
+        w.barArrive(kBarEmpty, kSyncThreads);
+      });
+    });
+  }
+
+  // ------------------------------------------------------------ MMA threads
+  b.setInsertionPointToStart(&roles.getThenRegion().front());
+  NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(kMmaRegs),
+                                 NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::increase));
+  // Per-thread values (fragment coordinates, swizzled addresses,
+  // descriptors) are rebuilt inside every step from an opaque copy of the
+  // thread id and of the shared base: otherwise LLVM hoists the dozens of
+  // 64-bit addresses out of the walk and the accumulators spill.
+  Value wg, wi, lane, fragRow, fragCol, wgRows;
+  auto threadValues = [&](Value t) {
+    wg = g.div(t, g.idx(128)); // 0 | 1
+    wi = g.rem(g.div(t, g.idx(32)), g.idx(4)); // warp in group
+    lane = g.rem(t, g.idx(32));
+    fragRow = g.add(g.mul(wi, g.idx(16)), g.div(lane, g.idx(4)));
+    fragCol = g.mul(g.rem(lane, g.idx(4)), g.idx(2));
+    wgRows = g.mul(wg, g.idx(64)); // this warpgroup's KV rows
+  };
+  // Descriptors, built where they are used (short live ranges). Q/dO are
+  // also N-major B operands: their panels are kBm rows x 128 B apart;
+  // K-major operands do not use LBO (1 by convention).
+  auto qDesc = [&](Arg a, Value buf) {
+    int64_t off = a == kQ ? L.q(0) : L.dO(0);
+    return w.desc(g.add(at(off), g.mul(buf, g.idx(L.qBytes()))), kBm * 128);
+  };
+  auto rowsDesc = [&](int64_t off) { // this warpgroup's 64 rows of a tile
+    return w.desc(g.add(at(off), g.mul(wgRows, g.idx(128))), 16);
+  };
+  // dQ's B: this warpgroup's half of K's columns (N-major). D = 128: panel
+  // w; D = 64: 32 columns (64 B) into the single panel.
+  auto kHalfDesc = [&] {
+    Value kHalf = D == 128 ? g.add(at(L.k()), g.mul(wg, g.idx(kBn * 128)))
+                           : g.add(at(L.k()), g.mul(wg, g.idx(64)));
+    return w.desc(kHalf, kBn * 128);
+  };
+  // Accumulator register r of m64nN: row fragRow + 8((r/2)%2), column
+  // 8(r/4) + fragCol + r%2.
+  auto rowOf = [&](int64_t r) { return g.add(fragRow, g.idx(8 * ((r / 2) % 2))); };
+  auto colOf = [&](int64_t r) { return g.add(fragCol, g.idx(8 * (r / 4) + r % 2)); };
+  Value tidMma = tid, baseMma = w.base;
+
+  auto loadStep = [&](const Item &it, Value qt, Value buf) {
+    Value q0 = g.mul(qt, g.idx(kBm));
+    Value qOff = g.mul(buf, g.idx(L.qBytes()));
+    w.loadTile(kQ, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, Sq, kBm, tid);
+    w.loadTile(kDO, g.add(at(L.dO(0)), qOff), it.bb, q0, it.h, Sq, kBm, tid);
+    Value vOff = g.mul(buf, g.idx(kBm * 4));
+    g.when(g.lt(tid, g.idx(64)), [&] {
+      w.loadRowVector(kLse2, g.add(at(L.lse(0)), vOff), it.bb, it.h, q0, Sq,
+                      tid);
+    });
+    g.when(g.andI(g.lt(g.idx(63), tid), g.lt(tid, g.idx(128))), [&] {
+      w.loadRowVector(kDPsum, g.add(at(L.dps(0)), vOff), it.bb, it.h, q0, Sq,
+                      g.sub(tid, g.idx(64)));
+    });
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  };
+
+  forItems([&](const Item &it) {
+    Value hkv = g.div(it.h, g.div(H, Hkv));
+    Value kv0 = g.mul(it.kv, g.idx(kBn));
+    // Copies of an empty walk are still in flight; the previous item's
+    // products are done with K, V and the Q/dO buffers.
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    w.barSync(kBarMma, kMmaThreads);
+    w.loadTile(kK, at(L.k()), it.bb, kv0, hkv, Sk, kBn, tid);
+    w.loadTile(kV, at(L.v()), it.bb, kv0, hkv, Sk, kBn, tid);
+    g.when(g.lt(g.idx(0), it.len),
+           [&] { loadStep(it, visit(it, g.idx(0)), g.idx(0)); });
+
+    Value zD = w.zeroAcc(D);
+    auto walk = scf::ForOp::create(
+        b, loc, g.idx(0), it.len, g.idx(1), ValueRange{zD, zD},
+        [&](OpBuilder &nb, Location, Value step, ValueRange acc) {
+          OpBuilder::InsertionGuard ig(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value accV = acc[0], accK = acc[1];
+          tid = w.opaque(tidMma);
+          w.base = w.opaque(baseMma);
+          threadValues(tid);
+          Value qt = visit(it, step);
+          Value q0 = g.mul(qt, g.idx(kBm));
+          Value buf = g.rem(step, g.idx(2));
+          // This step's tiles have landed (every thread's copies), and
+          // everyone is done with the previous step's buffers.
+          NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+          w.fenceAsyncShared();
+          w.barSync(kBarMma, kMmaThreads);
+          Value next = g.add(step, g.idx(1));
+          g.when(g.lt(next, it.len), [&] {
+            loadStep(it, visit(it, next), g.sub(g.idx(1), buf));
+          });
+
+          // S^T and dP^T (K = D).
+          Value qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
+          Value kRowsDesc = rowsDesc(L.k()), vRowsDesc = rowsDesc(L.v());
+          Value S = w.zeroAcc(kBm), dP = w.zeroAcc(kBm);
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          for (int64_t kk = 0; kk < D / 16; ++kk) {
+            int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
+            int64_t pb = (kk / 4) * kBm * 128 + (kk % 4) * 32;
+            S = w.wgmma(S, w.descAt(kRowsDesc, pa), w.descAt(qd, pb), kBm,
+                        false, false);
+            dP = w.wgmma(dP, w.descAt(vRowsDesc, pa), w.descAt(od, pb), kBm,
+                         false, false);
+          }
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+
+          // P^T, dS^T -> bf16 pairs in shared memory (swizzled rows).
+          Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(kBm * 4)));
+          Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(kBm * 4)));
+          Value sw8 = g.div(lane, g.idx(4)); // row % 8 of every fragment row
+          for (int64_t r = 0; r < kBm / 2; r += 2) {
+            Value kvL = g.add(wgRows, rowOf(r));
+            Value gkv = g.add(kv0, kvL);
+            SmallVector<Value, 2> pv, dsv;
+            for (int64_t u = 0; u < 2; ++u) {
+              Value qc = colOf(r + u);
+              Value gq = g.add(q0, qc);
+              Value lse = LLVM::LoadOp::create(
+                  b, loc, w.f32, w.sh(g.add(lseBase, g.mul(qc, g.idx(4)))));
+              Value dps = LLVM::LoadOp::create(
+                  b, loc, w.f32, w.sh(g.add(dpsBase, g.mul(qc, g.idx(4)))));
+              Value valid = g.andI(g.lt(gq, Sq), g.lt(gkv, Sk));
+              if (causal)
+                valid = g.andI(valid, arith::CmpIOp::create(
+                                          b, loc, arith::CmpIPredicate::sle,
+                                          gkv, g.add(gq, off)));
+              Value p = k.exp2(
+                  g.sub(g.mul(w.elem(S, r + u), scaleLog2), lse));
+              p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
+              Value ds = g.mul(p, g.sub(w.elem(dP, r + u), dps));
+              pv.push_back(arith::TruncFOp::create(b, loc, w.bf16, p));
+              dsv.push_back(arith::TruncFOp::create(b, loc, w.bf16, ds));
+            }
+            auto v2 = VectorType::get({2}, w.bf16);
+            Value chunk = arith::XOrIOp::create(b, loc, g.idx(r / 4), sw8);
+            Value byteOff = g.add(g.add(g.mul(kvL, g.idx(128)),
+                                        g.mul(chunk, g.idx(16))),
+                                  g.mul(g.rem(lane, g.idx(4)), g.idx(4)));
+            LLVM::StoreOp::create(
+                b, loc, vector::FromElementsOp::create(b, loc, v2, pv),
+                w.sh(g.add(at(L.pT()), byteOff)), 4);
+            LLVM::StoreOp::create(
+                b, loc, vector::FromElementsOp::create(b, loc, v2, dsv),
+                w.sh(g.add(at(L.dsT()), byteOff)), 4);
+          }
+          w.fenceAsyncShared();
+          w.barSync(kBarMma, kMmaThreads); // dS^T of both warpgroups
+
+          // dV += P^T dO, dK += dS^T Q (K = 64 Q rows), dQ = dS K (K = 128).
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          Value ptRowsDesc = rowsDesc(L.pT()), dstRowsDesc = rowsDesc(L.dsT());
+          qd = qDesc(kQ, buf);
+          od = qDesc(kDO, buf);
+          for (int64_t kk = 0; kk < kBm / 16; ++kk) {
+            accV = w.wgmma(accV, w.descAt(ptRowsDesc, kk * 32),
+                           w.descAt(od, kk * 16 * 128), D, false, true);
+            accK = w.wgmma(accK, w.descAt(dstRowsDesc, kk * 32),
+                           w.descAt(qd, kk * 16 * 128), D, false, true);
+          }
+          Value dq = w.zeroAcc(D / 2);
+          Value dsMDesc = w.desc(at(L.dsT()), kBn * 128); // M-major, 1 panel
+          Value kHalf = kHalfDesc();
+          for (int64_t kk = 0; kk < kBn / 16; ++kk)
+            dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
+                         w.descAt(kHalf, kk * 16 * 128), D / 2, true,
+                         true);
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+
+          // Hand the dQ partial to the reducer.
+          w.barSync(kBarEmpty, kSyncThreads);
+          Value colBase = g.mul(wg, g.idx(D / 2));
+          for (int64_t r = 0; r < D / 4; r += 2) {
+            Value row = rowOf(r);
+            Value col = g.add(colBase, colOf(r));
+            Value pair = vector::FromElementsOp::create(
+                b, loc, VectorType::get({2}, w.f32),
+                ValueRange{w.elem(dq, r), w.elem(dq, r + 1)});
+            LLVM::StoreOp::create(
+                b, loc, pair,
+                w.sh(g.add(at(L.dQ()),
+                           g.mul(g.add(g.mul(row, g.idx(D)), col), g.idx(4)))),
+                8);
+          }
+          w.fenceAsyncShared();
+          w.barArrive(kBarFull, kSyncThreads);
+          scf::YieldOp::create(b, loc, ValueRange{accV, accK});
+          tid = tidMma;
+          w.base = baseMma;
+        });
+    threadValues(tid); // the epilogue's fragment coordinates
+
+    // dV, dK of this item: rows kv0 + wgRows + row of head h.
+    for (int64_t r = 0; r < D / 2; r += 2) {
+      Value kvL = g.add(wgRows, rowOf(r));
+      Value row = g.add(kv0, kvL);
+      Value col = colOf(r);
+      g.when(g.lt(row, Sk), [&] {
+        for (auto [acc, dst] : {std::pair{walk.getResult(0), kDvAcc},
+                                std::pair{walk.getResult(1), kDkAcc}}) {
+          Value pair = vector::FromElementsOp::create(
+              b, loc, VectorType::get({2}, w.f32),
+              ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
+          vector::StoreOp::create(b, loc, pair, k.arg(dst),
+                                  ValueRange{it.bb, it.h, row, col});
+        }
+      });
+    }
+  });
+  // Matches the reducer's last EMPTY arrive (it also orders our exit after
+  // the last hand-off).
+  w.barSync(kBarEmpty, kSyncThreads);
+  (void)ctx;
+
+  b.setInsertionPointAfter(roles);
+  gpu::ReturnOp::create(b, loc);
+}
