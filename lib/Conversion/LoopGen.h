@@ -86,6 +86,7 @@ struct LoopGen {
     return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
   }
   Value andI(Value x, Value y) { return b.createOrFold<arith::AndIOp>(loc, x, y); }
+  Value orI(Value x, Value y) { return b.createOrFold<arith::OrIOp>(loc, x, y); }
   Value div(Value x, Value y) { return b.createOrFold<arith::DivUIOp>(loc, x, y); }
   Value rem(Value x, Value y) { return b.createOrFold<arith::RemUIOp>(loc, x, y); }
 

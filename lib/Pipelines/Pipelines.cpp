@@ -80,11 +80,13 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
     if (!gpu.dumpDir.empty())
       pm.addPass(std::make_unique<DumpIRPass>(gpu.dumpDir, stage));
   };
-  // The tensor-core kernels are written for 64x64 tiles: that is the GPU
-  // default (dash-tile's FA3 tiles are for the WGMMA kernels to come).
+  // Each kernel family is written for one tile shape: wgmma 64x128 (two
+  // warpgroups of 64 KV rows), sync 64x64; simt takes dash-tile's FA3 tiles.
   mlir::dash::DashTileOptions tile;
-  tile.blockM = schedule.blockM ? schedule.blockM : 64;
-  tile.blockN = schedule.blockN ? schedule.blockN : 64;
+  int64_t defM = gpu.mma == "simt" ? 0 : 64;
+  int64_t defN = gpu.mma == "wgmma" ? 128 : gpu.mma == "sync" ? 64 : 0;
+  tile.blockM = schedule.blockM ? schedule.blockM : defM;
+  tile.blockN = schedule.blockN ? schedule.blockN : defN;
   pm.addPass(mlir::dash::createDashTile(tile));
   mlir::dash::DashScheduleOptions sched;
   sched.policy = schedule.policy;
@@ -95,6 +97,7 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
   dump("02-materialized");
   mlir::dash::ConvertDashToGPUOptions toGPU;
   toGPU.threads = gpu.threads;
+  toGPU.mma = gpu.mma;
   pm.addPass(mlir::dash::createConvertDashToGPU(toGPU));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -152,8 +155,12 @@ struct GPUPipelineCLOptions
                          llvm::cl::init(0)};
   Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("KV tile rows"),
                          llvm::cl::init(0)};
-  Option<int64_t> threads{*this, "threads", llvm::cl::desc("threads per CTA"),
-                          llvm::cl::init(256)};
+  Option<int64_t> threads{*this, "threads",
+                          llvm::cl::desc("threads per CTA (0: the mma mode's)"),
+                          llvm::cl::init(0)};
+  Option<std::string> mma{*this, "mma",
+                          llvm::cl::desc("kernel family: wgmma | sync | simt"),
+                          llvm::cl::init("wgmma")};
 };
 } // namespace
 
@@ -175,6 +182,7 @@ void ::dash::registerDashPipelines() {
         g.format = o.format;
         g.dumpDir = o.dumpDir;
         g.threads = o.threads;
+        g.mma = o.mma;
         buildDashPipeline(pm, s, g);
       });
   PassPipelineRegistration<CPUPipelineOptions>(

@@ -1,16 +1,20 @@
 // The whole flow to PTX, and ptxas on it (no GPU needed).
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: dash-opt %s --dash-pipeline="policy=symmetric-shift block-m=64 block-n=64 format=isa dump-dir=%t/dump" -o %t/out.mlir
+// RUN: dash-opt %s --dash-pipeline="policy=symmetric-shift block-m=64 block-n=128 format=isa dump-dir=%t/dump" -o %t/out.mlir
 // RUN: FileCheck %s --input-file=%t/out.mlir
 // RUN: ls %t/dump | FileCheck %s --check-prefix=DUMP
 // RUN: python3 %dash_src_root/scripts/extract-binary %t/out.mlir %t/k.ptx
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/k.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// Without tile options the GPU pipeline takes the tensor-core kernels' 64x64.
+// Without tile options the GPU pipeline takes the kernel family's tiles:
+// wgmma (default) 64x128, sync 64x64.
 // RUN: dash-opt %s --dash-pipeline="policy=descending format=isa dump-dir=%t/dump2" -o /dev/null
 // RUN: FileCheck %s --check-prefix=TILE --input-file=%t/dump2/01-scheduled.mlir
-// TILE: #dash.tiling<block_m = 64, block_n = 64, stages = 2>
+// TILE: #dash.tiling<block_m = 64, block_n = 128, stages = 2>
+// RUN: dash-opt %s --dash-pipeline="policy=descending mma=sync format=isa dump-dir=%t/dump3" -o %t/sync.mlir
+// RUN: FileCheck %s --check-prefix=SYNCTILE --input-file=%t/dump3/01-scheduled.mlir
+// SYNCTILE: #dash.tiling<block_m = 64, block_n = 64, stages = 2>
 
 // CHECK: gpu.binary @dash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // DUMP: 01-scheduled.mlir
@@ -20,6 +24,9 @@
 // PTX: .target sm_90a
 // PTX: .visible .entry dash_bwd_preprocess(
 // PTX: .visible .entry dash_bwd_main(
+// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 240
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// PTX-DAG: cp.async.cg.shared.global
 // PTX-DAG: ld.acquire.gpu.b32
 // PTX-DAG: ex2.approx.ftz.f32
 // PTX-DAG: fence.acq_rel.gpu

@@ -71,7 +71,7 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     Option<"threads", "threads", "int64_t", /*default=*/"0",
            "threads per CTA of every kernel; 0: the mma mode's own count "
            "(wgmma 288, sync and simt 256)">,
-    Option<"mma", "mma", "std::string", /*default=*/"\"sync\"",
+    Option<"mma", "mma", "std::string", /*default=*/"\"wgmma\"",
            "tile products: wgmma (warpgroup MMA from swizzled shared tiles, "
            "cp.async prefetch, a dQ-reducer warp; 64x128 tiles, bf16), sync "
            "(mma.sync m16n8k16; 64x64 tiles, 256 threads) or simt "

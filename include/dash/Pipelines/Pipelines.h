@@ -30,7 +30,8 @@ struct GPUPipelineOptions {
   std::string features = "+ptx80";
   int64_t optLevel = 3;
   std::string format = "bin"; // isa (PTX text), bin (cubin), fatbin
-  int64_t threads = 256;
+  int64_t threads = 0;        // 0: the mma mode's own count
+  std::string mma = "wgmma";  // wgmma | sync | simt (convert-dash-to-gpu)
   std::string dumpDir;        // if set: the IR after each stage
 };
 

@@ -62,13 +62,13 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "unknown mma mode '" << mma
                               << "'; expected wgmma, sync or simt";
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
-    // reducer warp; sync and simt: 256).
+    // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);
     if (useWgmma) {
       if (nthreads != kWgmmaThreads)
         return op.emitOpError() << "mma=wgmma runs " << kWgmmaThreads
-                                << " threads (2 MMA warpgroups + 1 reducer "
-                                   "warp); got threads="
+                                << " threads (2 MMA warpgroups + the dQ "
+                                   "reducer's warpgroup); got threads="
                                 << nthreads;
     } else if (nthreads < 128 || nthreads % 128 != 0 || nthreads > 1024) {
       return op.emitOpError() << "threads must be a multiple of 128 in "

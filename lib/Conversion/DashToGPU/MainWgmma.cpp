@@ -53,6 +53,10 @@ constexpr int64_t kAlign = 1024; // swizzle atom: 8 rows x 128 B
 constexpr int kBarMma = 1;   // the 256 MMA threads
 constexpr int kBarEmpty = 2; // reducer -> MMA: dQ staging free
 constexpr int kBarFull = 3;  // MMA -> reducer: dQ staging holds a tile
+constexpr int kBarDs0 = 4;   // warpgroup 0's dS^T is in shared memory
+constexpr int kBarDs1 = 5;   // warpgroup 1's dS^T is in shared memory
+constexpr int kBarWg0 = 6;   // warpgroup 0's own P^T/dS^T rows (128)
+constexpr int kBarWg1 = 7;   // warpgroup 1's own P^T/dS^T rows (128)
 
 /// Byte offsets of the shared buffers from the 1024-aligned base.
 struct SmemLayout {
@@ -67,7 +71,10 @@ struct SmemLayout {
   int64_t pT() const { return dO(2); }
   int64_t dsT() const { return pT() + kBn * kBm * 2; }
   int64_t dQ() const { return dsT() + kBn * kBm * 2; }
-  int64_t lse(int64_t buf) const { return dQ() + kBm * d * 4 + buf * kBm * 4; }
+  /// dQ staging rows are padded by 16 B: the fragment stores of 8 rows hit
+  /// different banks (a [64][D] f32 tile would be an 8-way conflict).
+  int64_t dQRow() const { return d * 4 + 16; }
+  int64_t lse(int64_t buf) const { return dQ() + kBm * dQRow() + buf * kBm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * kBm * 4; }
   int64_t end() const { return dps(2); }
 };
@@ -120,11 +127,16 @@ struct WgmmaBuilder {
     NVVM::InlinePtxOp::create(b, loc, TypeRange{}, args, ValueRange{}, code,
                               Value());
   }
-  void barSync(int id, int64_t n) {
-    ptx("barrier.sync $0, $1;", {c32(id), c32(n)});
+  void barSync(int id, int64_t n) { barSync(c32(id), n); }
+  void barArrive(int id, int64_t n) { barArrive(c32(id), n); }
+  void barSync(Value id32, int64_t n) {
+    ptx("barrier.sync $0, $1;", {id32, c32(n)});
   }
-  void barArrive(int id, int64_t n) {
-    ptx("barrier.arrive $0, $1;", {c32(id), c32(n)});
+  void barArrive(Value id32, int64_t n) {
+    ptx("barrier.arrive $0, $1;", {id32, c32(n)});
+  }
+  void syncWarp() {
+    NVVM::SyncWarpOp::create(b, loc, c32(-1));
   }
   void fenceAsyncShared() {
     NVVM::FenceProxyOp::create(
@@ -155,15 +167,21 @@ struct WgmmaBuilder {
         ctx, SmallVector<Type>(n / 2, f32));
   }
   Value zeroAcc(int64_t n) { return LLVM::ZeroOp::create(b, loc, accType(n)); }
-  /// acc += A B on one m64nNk16 (bf16 -> f32). transA: A is M-major (else
-  /// K-major); transB: B is N-major (else K-major).
+  /// An accumulator whose value the next wgmma ignores (scale-d = 0).
+  Value freshAcc(int64_t n) {
+    return LLVM::PoisonOp::create(b, loc, accType(n));
+  }
+  /// acc += A B on one m64nNk16 (bf16 -> f32); `first`: acc = A B (scale-d
+  /// 0, acc's registers are not read). transA: A is M-major (else K-major);
+  /// transB: B is N-major (else K-major).
   Value wgmma(Value acc, Value dA, Value dB, int64_t n, bool transA,
-              bool transB) {
+              bool transB, bool first = false) {
     return NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accType(n), acc, dA, dB,
         NVVM::MMAShapeAttr::get(ctx, 64, n, 16), NVVM::WGMMATypes::bf16,
         NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
-        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+        first ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one,
         NVVM::WGMMAScaleIn::one,
         transA ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         transB ? NVVM::MMALayout::row : NVVM::MMALayout::col,
@@ -315,33 +333,47 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         Value qt = visit(it, step);
         Value rank = rankOf(it, qt);
         w.barSync(kBarFull, kSyncThreads);
-        g.when(lane0, [&] {
-          Value semPtr;
-          if (det) {
-            semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
-            k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
-            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
-                                       nullptr);
-          }
-          Value q0 = g.mul(qt, g.idx(kBm));
-          Value qRows = g.minIdx(g.idx(kBm), g.sub(Sq, q0));
-          Value dst = w.global(kDqAcc, {it.bb, it.h, q0, g.idx(0)});
-          Value bytes = arith::IndexCastOp::create(
-              b, loc, w.i32, g.mul(qRows, g.idx(D * 4)));
-          w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
-                "[$0], [$1], $2;",
-                {dst, w.sh(at(L.dQ())), bytes});
-          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-          NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
-          if (det) {
-            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
-                                       nullptr);
-            k.releaseBy(semPtr);
-          }
-        });
+        // Lane 0 waits for the row's turn; then every lane adds two rows
+        // (one bulk reduce-add per padded staging row), waits for them to
+        // complete and fences; after the warp barrier lane 0 releases.
+        Value semPtr;
+        if (det) {
+          semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
+          g.when(lane0, [&] { k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt}); });
+          w.syncWarp();
+          NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                     nullptr);
+        }
+        Value q0 = g.mul(qt, g.idx(kBm));
+        Value qRows = g.minIdx(g.idx(kBm), g.sub(Sq, q0));
+        Value rlane = g.sub(tid, g.idx(kMmaThreads));
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row = g.add(rlane, g.idx(32 * half));
+          g.when(g.lt(row, qRows), [&] {
+            Value dst = w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
+            Value src = w.sh(g.add(at(L.dQ()), g.mul(row, g.idx(L.dQRow()))));
+            w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+                  "[$0], [$1], $2;",
+                  {dst, src, w.c32(D * 4)});
+          });
+        }
+        NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+        // Deterministic: the adds must be complete before the release;
+        // otherwise the staging buffer only has to have been read.
+        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
+                                             det ? UnitAttr() : b.getUnitAttr());
+        if (det) {
+          NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                     nullptr);
+          LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
+                                "device");
+          w.syncWarp();
+          g.when(lane0, [&] { k.releaseBy(semPtr); });
+        }
         w.barArrive(kBarEmpty, kSyncThreads);
       });
     });
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
   }
 
   // ------------------------------------------------------------ MMA threads
@@ -440,60 +472,104 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // S^T and dP^T (K = D).
           Value qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
           Value kRowsDesc = rowsDesc(L.k()), vRowsDesc = rowsDesc(L.v());
-          Value S = w.zeroAcc(kBm), dP = w.zeroAcc(kBm);
+          // Two groups: P = exp2(...) of S^T runs while dP^T is on the
+          // tensor cores.
+          Value S = w.freshAcc(kBm), dP = w.freshAcc(kBm);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           for (int64_t kk = 0; kk < D / 16; ++kk) {
             int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
             int64_t pb = (kk / 4) * kBm * 128 + (kk % 4) * 32;
             S = w.wgmma(S, w.descAt(kRowsDesc, pa), w.descAt(qd, pb), kBm,
-                        false, false);
-            dP = w.wgmma(dP, w.descAt(vRowsDesc, pa), w.descAt(od, pb), kBm,
-                         false, false);
+                        false, false, kk == 0);
           }
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          for (int64_t kk = 0; kk < D / 16; ++kk) {
+            int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
+            int64_t pb = (kk / 4) * kBm * 128 + (kk % 4) * 32;
+            dP = w.wgmma(dP, w.descAt(vRowsDesc, pa), w.descAt(od, pb), kBm,
+                         false, false, kk == 0);
+          }
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
 
-          // P^T, dS^T -> bf16 pairs in shared memory (swizzled rows).
+          // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
+          // row % 8 of every fragment row is lane / 4).
           Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(kBm * 4)));
           Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(kBm * 4)));
-          Value sw8 = g.div(lane, g.idx(4)); // row % 8 of every fragment row
-          for (int64_t r = 0; r < kBm / 2; r += 2) {
+          Value sw8 = g.div(lane, g.idx(4));
+          auto v2 = VectorType::get({2}, w.bf16);
+          auto storePair = [&](int64_t off, int64_t r, Value x, Value y) {
             Value kvL = g.add(wgRows, rowOf(r));
-            Value gkv = g.add(kv0, kvL);
-            SmallVector<Value, 2> pv, dsv;
-            for (int64_t u = 0; u < 2; ++u) {
-              Value qc = colOf(r + u);
-              Value gq = g.add(q0, qc);
-              Value lse = LLVM::LoadOp::create(
-                  b, loc, w.f32, w.sh(g.add(lseBase, g.mul(qc, g.idx(4)))));
-              Value dps = LLVM::LoadOp::create(
-                  b, loc, w.f32, w.sh(g.add(dpsBase, g.mul(qc, g.idx(4)))));
-              Value valid = g.andI(g.lt(gq, Sq), g.lt(gkv, Sk));
-              if (causal)
-                valid = g.andI(valid, arith::CmpIOp::create(
-                                          b, loc, arith::CmpIPredicate::sle,
-                                          gkv, g.add(gq, off)));
-              Value p = k.exp2(
-                  g.sub(g.mul(w.elem(S, r + u), scaleLog2), lse));
-              p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
-              Value ds = g.mul(p, g.sub(w.elem(dP, r + u), dps));
-              pv.push_back(arith::TruncFOp::create(b, loc, w.bf16, p));
-              dsv.push_back(arith::TruncFOp::create(b, loc, w.bf16, ds));
-            }
-            auto v2 = VectorType::get({2}, w.bf16);
             Value chunk = arith::XOrIOp::create(b, loc, g.idx(r / 4), sw8);
             Value byteOff = g.add(g.add(g.mul(kvL, g.idx(128)),
                                         g.mul(chunk, g.idx(16))),
                                   g.mul(g.rem(lane, g.idx(4)), g.idx(4)));
-            LLVM::StoreOp::create(
-                b, loc, vector::FromElementsOp::create(b, loc, v2, pv),
-                w.sh(g.add(at(L.pT()), byteOff)), 4);
-            LLVM::StoreOp::create(
-                b, loc, vector::FromElementsOp::create(b, loc, v2, dsv),
-                w.sh(g.add(at(L.dsT()), byteOff)), 4);
+            Value pair = vector::FromElementsOp::create(
+                b, loc, v2,
+                ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
+                           arith::TruncFOp::create(b, loc, w.bf16, y)});
+            LLVM::StoreOp::create(b, loc, pair,
+                                  w.sh(g.add(at(off), byteOff)), 4);
+          };
+          auto pPass = [&](bool masked) {
+            SmallVector<Value> P;
+            for (int64_t r = 0; r < kBm / 2; ++r) {
+              Value qc = colOf(r);
+              Value lse = LLVM::LoadOp::create(
+                  b, loc, w.f32, w.sh(g.add(lseBase, g.mul(qc, g.idx(4)))));
+              Value p = k.exp2(g.sub(g.mul(w.elem(S, r), scaleLog2), lse));
+              if (masked) {
+                Value gq = g.add(q0, qc);
+                Value gkv = g.add(kv0, g.add(wgRows, rowOf(r)));
+                Value valid = g.andI(g.lt(gq, Sq), g.lt(gkv, Sk));
+                if (causal)
+                  valid = g.andI(valid, arith::CmpIOp::create(
+                                            b, loc, arith::CmpIPredicate::sle,
+                                            gkv, g.add(gq, off)));
+                p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
+              }
+              P.push_back(p);
+              if (r % 2)
+                storePair(L.pT(), r - 1, P[r - 1], P[r]);
+            }
+            scf::YieldOp::create(b, loc, P);
+          };
+          // Only tiles that cross the diagonal or the sequence ends pay for
+          // the per-element mask.
+          Value needMask = g.orI(g.lt(Sq, g.add(q0, g.idx(kBm))),
+                                 g.lt(Sk, g.add(kv0, g.idx(kBn))));
+          if (causal) // some KV row of the tile lies past some query's end
+            needMask = g.orI(needMask, g.lt(g.add(q0, off),
+                                            g.add(kv0, g.idx(kBn - 1))));
+          auto ifMask = scf::IfOp::create(
+              b, loc, SmallVector<Type>(kBm / 2, w.f32), needMask, true);
+          {
+            OpBuilder::InsertionGuard mg(b);
+            b.setInsertionPointToStart(&ifMask.getThenRegion().front());
+            pPass(true);
+            b.setInsertionPointToStart(&ifMask.getElseRegion().front());
+            pPass(false);
           }
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          for (int64_t r = 0; r < kBm / 2; r += 2) {
+            Value ds[2];
+            for (int64_t u = 0; u < 2; ++u) {
+              Value dps = LLVM::LoadOp::create(
+                  b, loc, w.f32,
+                  w.sh(g.add(dpsBase, g.mul(colOf(r + u), g.idx(4)))));
+              ds[u] = g.mul(ifMask.getResult(r + u),
+                            g.sub(w.elem(dP, r + u), dps));
+            }
+            storePair(L.dsT(), r, ds[0], ds[1]);
+          }
+          // Own rows (dV, dK) need this warpgroup's stores, dQ needs the
+          // other warpgroup's too: signal ours, wait for our warpgroup,
+          // start dV/dK, and wait for the other one only before dQ.
           w.fenceAsyncShared();
-          w.barSync(kBarMma, kMmaThreads); // dS^T of both warpgroups
+          Value wg32 = arith::IndexCastOp::create(b, loc, w.i32, wg);
+          w.barArrive(arith::AddIOp::create(b, loc, w.c32(kBarDs0), wg32),
+                      kMmaThreads);
+          w.barSync(arith::AddIOp::create(b, loc, w.c32(kBarWg0), wg32), 128);
 
           // dV += P^T dO, dK += dS^T Q (K = 64 Q rows), dQ = dS K (K = 128).
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
@@ -506,13 +582,16 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             accK = w.wgmma(accK, w.descAt(dstRowsDesc, kk * 32),
                            w.descAt(qd, kk * 16 * 128), D, false, true);
           }
-          Value dq = w.zeroAcc(D / 2);
+          w.barSync(arith::SubIOp::create(b, loc, w.c32(kBarDs1), wg32),
+                    kMmaThreads);
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          Value dq = w.freshAcc(D / 2);
           Value dsMDesc = w.desc(at(L.dsT()), kBn * 128); // M-major, 1 panel
           Value kHalf = kHalfDesc();
           for (int64_t kk = 0; kk < kBn / 16; ++kk)
             dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
                          w.descAt(kHalf, kk * 16 * 128), D / 2, true,
-                         true);
+                         true, kk == 0);
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
 
@@ -527,8 +606,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 ValueRange{w.elem(dq, r), w.elem(dq, r + 1)});
             LLVM::StoreOp::create(
                 b, loc, pair,
-                w.sh(g.add(at(L.dQ()),
-                           g.mul(g.add(g.mul(row, g.idx(D)), col), g.idx(4)))),
+                w.sh(g.add(at(L.dQ()), g.add(g.mul(row, g.idx(L.dQRow())),
+                                             g.mul(col, g.idx(4))))),
                 8);
           }
           w.fenceAsyncShared();

@@ -2,9 +2,9 @@
 // debug-spin-limit polls, the first stuck CTA records (unit, b, h, q, rank,
 // seen, polls) in the extra `debug` argument (host-mapped by the runtime),
 // fences at system scope and traps; the runtime reports DASH_ERROR_HANG.
-// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="debug-spin-limit=1000" | FileCheck %s
-// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu | FileCheck %s --check-prefix=RELEASE
-// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="debug-spin-limit=-1" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="mma=sync debug-spin-limit=1000" | FileCheck %s
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=sync | FileCheck %s --check-prefix=RELEASE
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="mma=sync debug-spin-limit=-1" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK: debug_spin_limit = 1000 : i64
 // CHECK: gpu.func @dash_bwd_main(

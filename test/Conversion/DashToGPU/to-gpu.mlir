@@ -1,7 +1,7 @@
 // RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=simt --canonicalize --cse | FileCheck %s
 // RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=simt --canonicalize --cse | FileCheck %s --check-prefix=NONDET
-// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=MMA
-// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s --check-prefix=MMATILE
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=sync --canonicalize --cse | FileCheck %s --check-prefix=MMA
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=mma=sync 2>&1 | FileCheck %s --check-prefix=MMATILE
 
 // Run-time B, S, H and strides (one kernel for every shape), causal d=128.
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
@@ -40,7 +40,7 @@
 // CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic
 // CHECK: gpu.func @dash_bwd_postprocess
 
-// Tensor cores (default): 5 products per task on mma.sync m16n8k16 bf16;
+// mma.sync tensor cores: 5 products per task on mma.sync m16n8k16 bf16;
 // dV/dK are loop-carried registers of the walk (64 f32 per thread at D=128).
 // MMA: shared_bytes = 130048 : i64
 // MMA: gpu.func @dash_bwd_main

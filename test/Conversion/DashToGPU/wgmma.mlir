@@ -1,0 +1,104 @@
+// The warp-specialised WGMMA main kernel (the default mma=wgmma): two MMA
+// warpgroups on 64x128 tiles and a dQ-reducer warp, hand-offs on named
+// barriers, operands in 128B-swizzled shared tiles filled by cp.async.
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=symmetric-shift --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="debug-spin-limit=5000" --canonicalize --cse | FileCheck %s --check-prefix=DEBUG
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=threads=256 2>&1 | FileCheck %s --check-prefix=THREADS
+
+// CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 199680 : i64, threads = 384 : i64}
+// CHECK: gpu.func @dash_bwd_main(
+// CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
+// The role is the warpgroup index broadcast from lane 0 (warp-uniform).
+// CHECK: nvvm.shfl.sync  idx
+// MMA warpgroups take registers from the reducer's warpgroup.
+// CHECK: nvvm.setmaxregister  increase 240
+// Per KV tile: K and V by 16-byte cp.async (zero-fill past S_k).
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// lse_log2 / dPsum rows by 4-byte cp.async.
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca
+// The walk carries dV and dK (m64n128 f32 accumulators) in registers.
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (!llvm.struct<(f32, {{.*}})>, !llvm.struct<(f32, {{.*}})>)
+// Thread values rebuilt per step from an opaque copy (no hoisted addresses).
+// CHECK: llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
+// This step's tiles have landed; the next step's are prefetched.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// CHECK: scf.if
+// CHECK: nvvm.cp.async.commit.group
+// S^T = K Q^T: K-major A and B, the first k-step overwrites (scale-d 0).
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// dP^T = V dO^T in a second group; P is computed while it runs.
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// The per-element mask only on tiles that need it.
+// CHECK: scf.if %{{.*}} -> (f32, {{.*}}) {
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: arith.select
+// CHECK: } else {
+// CHECK-NOT: arith.select
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// P^T / dS^T are visible to wgmma; this warpgroup's rows first.
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: %[[ARR:.*]] = arith.addi %{{.*}}, %c4_i32
+// CHECK-NEXT: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%[[ARR]], %c256_i32
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c128_i32
+// dV += P^T dO and dK += dS^T Q: N-major B (dO, Q), D = 128 columns.
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// dQ = dS K after the other warpgroup's dS^T: M-major A, N-major B.
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c256_i32
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// Staging free (EMPTY, id 2) -> store the partial -> FULL (id 3).
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c2_i32, %c288_i32
+// CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c3_i32, %c288_i32
+// The reducer: 24 registers, rank wait, one bulk add per staging row, full
+// completion, release.
+// CHECK: } else {
+// CHECK-NEXT: nvvm.setmaxregister  decrease 24
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c2_i32, %c288_i32
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c288_i32
+// CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
+// CHECK: nvvm.bar.warp.sync
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c512_i32
+// CHECK: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
+// CHECK: llvm.fence syncscope("device") release
+// CHECK: llvm.atomicrmw add %{{.*}}, %c1_i32 syncscope("device") monotonic
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c2_i32, %c288_i32
+// CHECK: gpu.func @dash_bwd_postprocess
+
+// Non-deterministic: no semaphores, the staging buffer is free once read.
+// NONDET: gpu.func @dash_bwd_main
+// NONDET-NOT: atomic syncscope("device") acquire
+// NONDET: nvvm.cp.async.bulk.wait_group 0 {read}
+// NONDET: gpu.func @dash_bwd_postprocess
+
+// The reducer's rank wait is the bounded, reporting spin in debug kernels.
+// DEBUG: gpu.func @dash_bwd_main(
+// DEBUG-SAME: dash.name = "debug"
+// DEBUG: nvvm.setmaxregister  decrease 24
+// DEBUG: scf.while
+// DEBUG: arith.cmpi slt, %{{.*}}, %c5000_i64 : i64
+// DEBUG: llvm.intr.trap
+
+// TILE: error: 'dash.scheduled_attention_bwd' op mma=wgmma needs 64x128 tiles (block-m x block-n) and bf16 (got 64x64, 'bf16'); use dash-tile="block-m=64 block-n=128"
+// THREADS: error: 'dash.scheduled_attention_bwd' op mma=wgmma runs 384 threads (2 MMA warpgroups + the dQ reducer's warpgroup); got threads=256
+!act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
+               %dq: !act, %dk: !act, %dv: !act) {
+  dash.attention_bwd %q, %k, %v, %o, %do, %lse outs(%dq, %dk, %dv : !act, !act, !act)
+      mask = causal align = bottom_right scale = 1.0 deterministic = true
+      : !act, !act, !act, !act, !act, !lse
+  return
+}
