@@ -51,12 +51,12 @@ constexpr int64_t kAlign = 1024; // swizzle atom: 8 rows x 128 B
 
 // Named barriers (0 is __syncthreads).
 constexpr int kBarMma = 1;   // the 256 MMA threads
-constexpr int kBarEmpty = 2; // reducer -> MMA: dQ staging free
-constexpr int kBarFull = 3;  // MMA -> reducer: dQ staging holds a tile
-constexpr int kBarDs0 = 4;   // warpgroup 0's dS^T is in shared memory
-constexpr int kBarDs1 = 5;   // warpgroup 1's dS^T is in shared memory
-constexpr int kBarWg0 = 6;   // warpgroup 0's own P^T/dS^T rows (128)
-constexpr int kBarWg1 = 7;   // warpgroup 1's own P^T/dS^T rows (128)
+// dQ staging buffer j (double-buffered): EMPTY (reducer -> MMA: free) and
+// FULL (MMA -> reducer: holds a tile) are barriers 2 + 6j and 3 + 6j.
+constexpr int kBarEmpty = 2;
+constexpr int kBarFull = 3;
+constexpr int kBarBufStride = 6;
+constexpr int64_t kDqBuffers = 2;
 
 /// Byte offsets of the shared buffers from the 1024-aligned base.
 struct SmemLayout {
@@ -68,13 +68,14 @@ struct SmemLayout {
   int64_t v() const { return k() + kvBytes(); }
   int64_t q(int64_t buf) const { return v() + kvBytes() + buf * qBytes(); }
   int64_t dO(int64_t buf) const { return q(2) + buf * qBytes(); }
-  int64_t pT() const { return dO(2); }
-  int64_t dsT() const { return pT() + kBn * kBm * 2; }
-  int64_t dQ() const { return dsT() + kBn * kBm * 2; }
+  int64_t dsT() const { return dO(2); }
+  int64_t dQ(int64_t buf = 0) const {
+    return dsT() + kBn * kBm * 2 + buf * kBm * dQRow();
+  }
   /// dQ staging rows are padded by 16 B: the fragment stores of 8 rows hit
   /// different banks (a [64][D] f32 tile would be an 8-way conflict).
   int64_t dQRow() const { return d * 4 + 16; }
-  int64_t lse(int64_t buf) const { return dQ() + kBm * dQRow() + buf * kBm * 4; }
+  int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * kBm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * kBm * 4; }
   int64_t end() const { return dps(2); }
 };
@@ -199,6 +200,50 @@ struct WgmmaBuilder {
             .getResult(0);
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
   }
+  /// acc += A B on one m64nNk16 with A (64 x 16 bf16) in registers: four
+  /// b32 words per thread in the accumulator fragment layout; B is N-major.
+  /// No NVVM op has the register-A form: inline PTX, the operand pattern of
+  /// the NVVM wgmma lowering (outputs tied to the accumulator inputs).
+  Value wgmmaRS(Value acc, ArrayRef<Value> a, Value dB, int64_t n) {
+    int64_t regs = n / 2;
+    std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
+                         std::to_string(2 * regs + 5) +
+                         ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                         std::to_string(n) + "k16.f32.bf16.bf16 {";
+    std::string cons;
+    for (int64_t i = 0; i < regs; ++i) {
+      asmStr += (i ? ", $" : "$") + std::to_string(i);
+      cons += "=f,";
+    }
+    asmStr += "}, {";
+    for (int64_t i = 0; i < 4; ++i)
+      asmStr += (i ? ", $" : "$") + std::to_string(2 * regs + i);
+    asmStr += "}, $" + std::to_string(2 * regs + 4) + ", p, 1, 1, 1;\n}\n";
+    for (int64_t i = 0; i < regs; ++i)
+      cons += std::to_string(i) + ",";
+    cons += "r,r,r,r,l,n";
+    SmallVector<Value> operands;
+    for (int64_t i = 0; i < regs; ++i)
+      operands.push_back(elem(acc, i));
+    operands.append(a.begin(), a.end());
+    operands.push_back(dB);
+    operands.push_back(c32(1)); // scale-d: accumulate
+    return LLVM::InlineAsmOp::create(
+               b, loc, accType(n), operands, asmStr, cons,
+               /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::TailCallKind::None,
+               LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+               ArrayAttr())
+        .getResult(0);
+  }
+  /// Two f32 as one b32 word of bf16 (x in the low half).
+  Value packBf16(Value x, Value y) {
+    Value v = vector::FromElementsOp::create(
+        b, loc, VectorType::get({2}, bf16),
+        ValueRange{arith::TruncFOp::create(b, loc, bf16, x),
+                   arith::TruncFOp::create(b, loc, bf16, y)});
+    return LLVM::BitcastOp::create(b, loc, i32, v);
+  }
   Value elem(Value acc, int64_t r) {
     return LLVM::ExtractValueOp::create(b, loc, acc, r);
   }
@@ -286,13 +331,29 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   struct Item {
     Value bb, h, kv, len;
   };
-  auto forItems = [&](function_ref<void(const Item &)> body) {
+  // `first` counts the unit's steps before the item: step s of the item is
+  // hand-off number first + s (its dQ staging buffer is that mod 2).
+  auto forItems = [&](function_ref<void(const Item &, Value first)> body) {
     Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
-    g.loop(numItems, [&](Value item) {
-      SmallVector<Value> it =
-          inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
-      body(Item{it[0], it[1], it[2], it[3]});
-    });
+    scf::ForOp::create(
+        b, loc, g.idx(0), numItems, g.idx(1), ValueRange{g.idx(0)},
+        [&](OpBuilder &nb, Location, Value item, ValueRange count) {
+          OpBuilder::InsertionGuard ig(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          SmallVector<Value> it =
+              inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
+          Item item4{it[0], it[1], it[2], it[3]};
+          body(item4, count[0]);
+          scf::YieldOp::create(b, loc, g.add(count[0], item4.len));
+        });
+  };
+  // Barrier ids of dQ staging buffer `buf` (index).
+  auto bufBarrier = [&](int base, Value buf) {
+    return arith::AddIOp::create(
+        b, loc, w.c32(base),
+        arith::MulIOp::create(
+            b, loc, arith::IndexCastOp::create(b, loc, w.i32, buf),
+            w.c32(kBarBufStride)));
   };
   auto visit = [&](const Item &it, Value step) {
     return inlineScheduleRegion(b, op.getVisit(), {it.bb, it.h, it.kv, step},
@@ -327,12 +388,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     b.setInsertionPointToStart(&reducerWarp.getThenRegion().front());
     Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                         g.idx(kMmaThreads));
-    w.barArrive(kBarEmpty, kSyncThreads); // the staging buffer starts free
-    forItems([&](const Item &it) {
+    for (int64_t j = 0; j < kDqBuffers; ++j) // the staging buffers start free
+      w.barArrive(kBarEmpty + kBarBufStride * j, kSyncThreads);
+    forItems([&](const Item &it, Value first) {
       g.loop(it.len, [&](Value step) {
         Value qt = visit(it, step);
         Value rank = rankOf(it, qt);
-        w.barSync(kBarFull, kSyncThreads);
+        Value buf = g.rem(g.add(first, step), g.idx(kDqBuffers));
+        w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
         // Lane 0 waits for the row's turn; then every lane adds two rows
         // (one bulk reduce-add per padded staging row), waits for them to
         // complete and fences; after the warp barrier lane 0 releases.
@@ -351,7 +414,9 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value row = g.add(rlane, g.idx(32 * half));
           g.when(g.lt(row, qRows), [&] {
             Value dst = w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
-            Value src = w.sh(g.add(at(L.dQ()), g.mul(row, g.idx(L.dQRow()))));
+            Value src = w.sh(g.add(
+                g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0)))),
+                g.mul(row, g.idx(L.dQRow()))));
             w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
                   "[$0], [$1], $2;",
                   {dst, src, w.c32(D * 4)});
@@ -370,7 +435,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           w.syncWarp();
           g.when(lane0, [&] { k.releaseBy(semPtr); });
         }
-        w.barArrive(kBarEmpty, kSyncThreads);
+        w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
       });
     });
     NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
@@ -433,7 +498,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   };
 
-  forItems([&](const Item &it) {
+  forItems([&](const Item &it, Value first) {
     Value hkv = g.div(it.h, g.div(H, Hkv));
     Value kv0 = g.mul(it.kv, g.idx(kBn));
     // Copies of an empty walk are still in flight; the previous item's
@@ -529,8 +594,6 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
               }
               P.push_back(p);
-              if (r % 2)
-                storePair(L.pT(), r - 1, P[r - 1], P[r]);
             }
             scf::YieldOp::create(b, loc, P);
           };
@@ -551,6 +614,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             pPass(false);
           }
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          // dS^T goes to shared memory for dQ; P^T and dS^T also stay in
+          // registers as bf16 pairs: the S^T accumulator fragment is the A
+          // fragment of dV += P^T dO (and dK += dS^T Q), k-slice kk being
+          // accumulator registers 8kk .. 8kk + 7.
+          SmallVector<Value> pA, dsA;
           for (int64_t r = 0; r < kBm / 2; r += 2) {
             Value ds[2];
             for (int64_t u = 0; u < 2; ++u) {
@@ -561,29 +629,24 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                             g.sub(w.elem(dP, r + u), dps));
             }
             storePair(L.dsT(), r, ds[0], ds[1]);
+            pA.push_back(
+                w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
+            dsA.push_back(w.packBf16(ds[0], ds[1]));
           }
-          // Own rows (dV, dK) need this warpgroup's stores, dQ needs the
-          // other warpgroup's too: signal ours, wait for our warpgroup,
-          // start dV/dK, and wait for the other one only before dQ.
           w.fenceAsyncShared();
-          Value wg32 = arith::IndexCastOp::create(b, loc, w.i32, wg);
-          w.barArrive(arith::AddIOp::create(b, loc, w.c32(kBarDs0), wg32),
-                      kMmaThreads);
-          w.barSync(arith::AddIOp::create(b, loc, w.c32(kBarWg0), wg32), 128);
 
-          // dV += P^T dO, dK += dS^T Q (K = 64 Q rows), dQ = dS K (K = 128).
+          // dV += P^T dO, dK += dS^T Q (K = 64 Q rows; A in registers, B
+          // N-major), then dQ = dS K (K = 128) once both warpgroups' dS^T
+          // rows are in shared memory.
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value ptRowsDesc = rowsDesc(L.pT()), dstRowsDesc = rowsDesc(L.dsT());
           qd = qDesc(kQ, buf);
           od = qDesc(kDO, buf);
           for (int64_t kk = 0; kk < kBm / 16; ++kk) {
-            accV = w.wgmma(accV, w.descAt(ptRowsDesc, kk * 32),
-                           w.descAt(od, kk * 16 * 128), D, false, true);
-            accK = w.wgmma(accK, w.descAt(dstRowsDesc, kk * 32),
-                           w.descAt(qd, kk * 16 * 128), D, false, true);
+            ArrayRef<Value> aP(pA.data() + 4 * kk, 4), aS(dsA.data() + 4 * kk, 4);
+            accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
+            accK = w.wgmmaRS(accK, aS, w.descAt(qd, kk * 16 * 128), D);
           }
-          w.barSync(arith::SubIOp::create(b, loc, w.c32(kBarDs1), wg32),
-                    kMmaThreads);
+          w.barSync(kBarMma, kMmaThreads);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value dq = w.freshAcc(D / 2);
           Value dsMDesc = w.desc(at(L.dsT()), kBn * 128); // M-major, 1 panel
@@ -595,8 +658,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
 
-          // Hand the dQ partial to the reducer.
-          w.barSync(kBarEmpty, kSyncThreads);
+          // Hand the dQ partial to the reducer (staging buffer of hand-off
+          // first + step).
+          Value qbuf = g.rem(g.add(first, step), g.idx(kDqBuffers));
+          w.barSync(bufBarrier(kBarEmpty, qbuf), kSyncThreads);
           Value colBase = g.mul(wg, g.idx(D / 2));
           for (int64_t r = 0; r < D / 4; r += 2) {
             Value row = rowOf(r);
@@ -606,12 +671,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 ValueRange{w.elem(dq, r), w.elem(dq, r + 1)});
             LLVM::StoreOp::create(
                 b, loc, pair,
-                w.sh(g.add(at(L.dQ()), g.add(g.mul(row, g.idx(L.dQRow())),
-                                             g.mul(col, g.idx(4))))),
+                w.sh(g.add(g.add(at(L.dQ()),
+                                 g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0)))),
+                           g.add(g.mul(row, g.idx(L.dQRow())),
+                                 g.mul(col, g.idx(4))))),
                 8);
           }
           w.fenceAsyncShared();
-          w.barArrive(kBarFull, kSyncThreads);
+          w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);
           scf::YieldOp::create(b, loc, ValueRange{accV, accK});
           tid = tidMma;
           w.base = baseMma;
@@ -635,9 +702,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
       });
     }
   });
-  // Matches the reducer's last EMPTY arrive (it also orders our exit after
-  // the last hand-off).
-  w.barSync(kBarEmpty, kSyncThreads);
+  // Matches the reducer's last EMPTY arrives (it also orders our exit after
+  // the last hand-offs).
+  for (int64_t j = 0; j < kDqBuffers; ++j)
+    w.barSync(kBarEmpty + kBarBufStride * j, kSyncThreads);
   (void)ctx;
 
   b.setInsertionPointAfter(roles);

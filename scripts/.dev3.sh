@@ -1,7 +1,7 @@
 cmake -S . -B build-gpu -G Ninja -DDASH_ENABLE_COMPILER=OFF -DDASH_ENABLE_TESTS=OFF -DCMAKE_BUILD_TYPE=Release > $OUT/build.log 2>&1
 cmake --build build-gpu -j 16 >> $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 B=build-gpu/bin/dash-bench
-K=build/kernels-wg
+K=build/kernels
 for d in 128 64; do for m in full causal; do
  timeout 120 $B --kernels $K --hdim $d --mask $m --policy all --det both --batch 2 --heads 4 --seqlen 1000 --repeats 3 --timeout-s 20 2>&1 | grep -E "^summary|FAIL|HANG"
  timeout 120 $B --kernels $K --hdim $d --mask $m --align top_left --policy all --det on --batch 2 --heads 4 --seqlen 1000 --seqlen-k 1500 --repeats 3 --timeout-s 20 2>&1 | grep -E "^summary|FAIL|HANG"
