@@ -80,13 +80,12 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
     if (!gpu.dumpDir.empty())
       pm.addPass(std::make_unique<DumpIRPass>(gpu.dumpDir, stage));
   };
-  // Each kernel family is written for one tile shape: wgmma 64x128 (two
-  // warpgroups of 64 KV rows), sync 64x64; simt takes dash-tile's FA3 tiles.
+  // Each kernel family has its tiles (dash-tile kernels=...): wgmma 64x128
+  // (128x128 at D = 64), sync 64x64; simt takes FA3's.
   mlir::dash::DashTileOptions tile;
-  int64_t defM = gpu.mma == "simt" ? 0 : 64;
-  int64_t defN = gpu.mma == "wgmma" ? 128 : gpu.mma == "sync" ? 64 : 0;
-  tile.blockM = schedule.blockM ? schedule.blockM : defM;
-  tile.blockN = schedule.blockN ? schedule.blockN : defN;
+  tile.kernels = gpu.mma == "simt" ? "fa3" : gpu.mma;
+  tile.blockM = schedule.blockM;
+  tile.blockN = schedule.blockN;
   pm.addPass(mlir::dash::createDashTile(tile));
   mlir::dash::DashScheduleOptions sched;
   sched.policy = schedule.policy;

@@ -8,10 +8,10 @@
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/k.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // Without tile options the GPU pipeline takes the kernel family's tiles:
-// wgmma (default) 64x128, sync 64x64.
+// wgmma (default) 128x128 at D = 64 (64x128 at D = 128), sync 64x64.
 // RUN: dash-opt %s --dash-pipeline="policy=descending format=isa dump-dir=%t/dump2" -o /dev/null
 // RUN: FileCheck %s --check-prefix=TILE --input-file=%t/dump2/01-scheduled.mlir
-// TILE: #dash.tiling<block_m = 64, block_n = 128, stages = 2>
+// TILE: #dash.tiling<block_m = 128, block_n = 128, stages = 2>
 // RUN: dash-opt %s --dash-pipeline="policy=descending mma=sync format=isa dump-dir=%t/dump3" -o %t/sync.mlir
 // RUN: FileCheck %s --check-prefix=SYNCTILE --input-file=%t/dump3/01-scheduled.mlir
 // SYNCTILE: #dash.tiling<block_m = 64, block_n = 64, stages = 2>

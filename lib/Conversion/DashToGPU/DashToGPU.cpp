@@ -74,11 +74,12 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "threads must be a multiple of 128 in "
                                  "[128, 1024]";
     }
-    if (useWgmma && (bm != 64 || bn != 128 || !elt.isBF16()))
+    if (useWgmma && (!(bm == 64 || (bm == 128 && D == 64)) || bn != 128 ||
+                     !elt.isBF16()))
       return op.emitOpError()
-             << "mma=wgmma needs 64x128 tiles (block-m x block-n) and bf16 "
-                "(got "
-             << bm << "x" << bn << ", " << elt
+             << "mma=wgmma needs 128-row KV tiles, 64-row Q tiles (or 128 at "
+                "D = 64) and bf16 (got "
+             << bm << "x" << bn << " at D = " << D << ", " << elt
              << "); use dash-tile=\"block-m=64 block-n=128\"";
     if (useSync && (bm != 64 || bn != 64 || nthreads != 256 || !elt.isBF16()))
       return op.emitOpError()
@@ -89,7 +90,7 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D)
+    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
     if (sharedBytes > 227 * 1024)

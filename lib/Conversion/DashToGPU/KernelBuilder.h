@@ -311,9 +311,10 @@ inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
 }
 
 
-/// The warp-specialised WGMMA main kernel (MainWgmma.cpp): 64x128 tiles,
-/// two MMA warpgroups and a third warpgroup whose first warp reduces dQ.
-int64_t wgmmaSharedBytes(int64_t d);
+/// The warp-specialised WGMMA main kernel (MainWgmma.cpp): KV tiles of 128
+/// rows, Q tiles of 64 (or 128 at d = 64), two MMA warpgroups and a third
+/// warpgroup whose first warp reduces dQ.
+int64_t wgmmaSharedBytes(int64_t d, int64_t bm);
 constexpr int64_t kWgmmaThreads = 384;
 void buildMainWgmma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                     ScheduledAttentionBwdOp op, int64_t d, int64_t spinLimit);

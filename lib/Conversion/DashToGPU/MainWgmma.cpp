@@ -42,7 +42,6 @@ using namespace mlir::dash;
 using namespace mlir::dash::detail;
 
 namespace {
-constexpr int64_t kBm = 64;  // Q tile rows (one wgmma M / N of S^T)
 constexpr int64_t kBn = 128; // KV tile rows (two warpgroups x 64)
 constexpr int64_t kMmaThreads = 256;
 constexpr int64_t kSyncThreads = kMmaThreads + 32; // MMA + reducer warp
@@ -61,28 +60,29 @@ constexpr int64_t kDqBuffers = 2;
 /// Byte offsets of the shared buffers from the 1024-aligned base.
 struct SmemLayout {
   int64_t d;
+  int64_t bm; // Q tile rows: 64, or 128 at D = 64
   int64_t panels() const { return d / 64; }
   int64_t kvBytes() const { return kBn * d * 2; }
-  int64_t qBytes() const { return kBm * d * 2; }
+  int64_t qBytes() const { return bm * d * 2; }
   int64_t k() const { return 0; }
   int64_t v() const { return k() + kvBytes(); }
   int64_t q(int64_t buf) const { return v() + kvBytes() + buf * qBytes(); }
   int64_t dO(int64_t buf) const { return q(2) + buf * qBytes(); }
   int64_t dsT() const { return dO(2); }
   int64_t dQ(int64_t buf = 0) const {
-    return dsT() + kBn * kBm * 2 + buf * kBm * dQRow();
+    return dsT() + kBn * bm * 2 + buf * bm * dQRow();
   }
   /// dQ staging rows are padded by 16 B: the fragment stores of 8 rows hit
   /// different banks (a [64][D] f32 tile would be an 8-way conflict).
   int64_t dQRow() const { return d * 4 + 16; }
-  int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * kBm * 4; }
-  int64_t dps(int64_t buf) const { return lse(2) + buf * kBm * 4; }
+  int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
+  int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
   int64_t end() const { return dps(2); }
 };
 } // namespace
 
-int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d) {
-  return SmemLayout{d}.end() + kAlign; // + slack to align the base
+int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm) {
+  return SmemLayout{d, bm}.end() + kAlign; // + slack to align the base
 }
 
 namespace {
@@ -99,9 +99,9 @@ struct WgmmaBuilder {
   Type f32, i32, i64, bf16;
   Value base; // index: 1024-aligned shared address of the buffers
 
-  WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d)
+  WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm)
       : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
-        D(d), L{d} {
+        D(d), L{d, bm} {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
@@ -278,8 +278,8 @@ struct WgmmaBuilder {
                               src, 16, NVVM::LoadCacheModifierKind::CG, bytes);
     }
   }
-  /// cp.async of 64 f32 of a [B, H, S] workspace row (4-byte copies, no
-  /// alignment needed), zero past S_q. Threads `lane0`..+63 take part.
+  /// cp.async of one f32 (element q0 + t) of a [B, H, S] workspace row
+  /// (4-byte copies: no alignment needed), zero past S_q.
   void loadRowVector(Arg a, Value dst, Value bb, Value h, Value q0, Value Sq,
                      Value t) {
     Value row = g.add(q0, t);
@@ -304,7 +304,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   b.setInsertionPointToStart(&func.getBody().front());
   Kernel k(b, loc, func, kWgmmaThreads, spinLimit);
-  WgmmaBuilder w(k, op, D);
+  const int64_t bm = op.getTiling().getBlockM();
+  WgmmaBuilder w(k, op, D, bm);
   LoopGen &g = k.g;
   MLIRContext *ctx = b.getContext();
   const SmemLayout &L = w.L;
@@ -396,7 +397,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         Value rank = rankOf(it, qt);
         Value buf = g.rem(g.add(first, step), g.idx(kDqBuffers));
         w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
-        // Lane 0 waits for the row's turn; then every lane adds two rows
+        // Lane 0 waits for the row's turn; then every lane adds bm/32 rows
         // (one bulk reduce-add per padded staging row), waits for them to
         // complete and fences; after the warp barrier lane 0 releases.
         Value semPtr;
@@ -407,10 +408,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
                                      nullptr);
         }
-        Value q0 = g.mul(qt, g.idx(kBm));
-        Value qRows = g.minIdx(g.idx(kBm), g.sub(Sq, q0));
+        Value q0 = g.mul(qt, g.idx(bm));
+        Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
         Value rlane = g.sub(tid, g.idx(kMmaThreads));
-        for (int64_t half = 0; half < 2; ++half) {
+        for (int64_t half = 0; half < bm / 32; ++half) {
           Value row = g.add(rlane, g.idx(32 * half));
           g.when(g.lt(row, qRows), [&] {
             Value dst = w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
@@ -459,21 +460,32 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     wgRows = g.mul(wg, g.idx(64)); // this warpgroup's KV rows
   };
   // Descriptors, built where they are used (short live ranges). Q/dO are
-  // also N-major B operands: their panels are kBm rows x 128 B apart;
+  // also N-major B operands: their panels are bm rows x 128 B apart;
   // K-major operands do not use LBO (1 by convention).
   auto qDesc = [&](Arg a, Value buf) {
     int64_t off = a == kQ ? L.q(0) : L.dO(0);
-    return w.desc(g.add(at(off), g.mul(buf, g.idx(L.qBytes()))), kBm * 128);
+    return w.desc(g.add(at(off), g.mul(buf, g.idx(L.qBytes()))), bm * 128);
   };
   auto rowsDesc = [&](int64_t off) { // this warpgroup's 64 rows of a tile
     return w.desc(g.add(at(off), g.mul(wgRows, g.idx(128))), 16);
   };
-  // dQ's B: this warpgroup's half of K's columns (N-major). D = 128: panel
-  // w; D = 64: 32 columns (64 B) into the single panel.
-  auto kHalfDesc = [&] {
+  // dQ = dS K is split between the warpgroups by Q rows when the Q tile has
+  // 128 (warpgroup w: rows 64w.., all D columns) and by D columns when it
+  // has 64 (all rows, columns w D/2..; D = 64: 64 B into the single panel).
+  const bool dqByRows = bm == 128;
+  const int64_t dqN = dqByRows ? D : D / 2;
+  auto dqBDesc = [&] { // K as the N-major B
+    if (dqByRows)
+      return w.desc(at(L.k()), kBn * 128);
     Value kHalf = D == 128 ? g.add(at(L.k()), g.mul(wg, g.idx(kBn * 128)))
                            : g.add(at(L.k()), g.mul(wg, g.idx(64)));
     return w.desc(kHalf, kBn * 128);
+  };
+  auto dqADesc = [&] { // dS as the M-major A: panel w of dS^T, or panel 0
+    Value a = at(L.dsT());
+    if (dqByRows)
+      a = g.add(a, g.mul(wg, g.idx(kBn * 128)));
+    return w.desc(a, kBn * 128);
   };
   // Accumulator register r of m64nN: row fragRow + 8((r/2)%2), column
   // 8(r/4) + fragCol + r%2.
@@ -482,18 +494,18 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   Value tidMma = tid, baseMma = w.base;
 
   auto loadStep = [&](const Item &it, Value qt, Value buf) {
-    Value q0 = g.mul(qt, g.idx(kBm));
+    Value q0 = g.mul(qt, g.idx(bm));
     Value qOff = g.mul(buf, g.idx(L.qBytes()));
-    w.loadTile(kQ, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, Sq, kBm, tid);
-    w.loadTile(kDO, g.add(at(L.dO(0)), qOff), it.bb, q0, it.h, Sq, kBm, tid);
-    Value vOff = g.mul(buf, g.idx(kBm * 4));
-    g.when(g.lt(tid, g.idx(64)), [&] {
+    w.loadTile(kQ, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, Sq, bm, tid);
+    w.loadTile(kDO, g.add(at(L.dO(0)), qOff), it.bb, q0, it.h, Sq, bm, tid);
+    Value vOff = g.mul(buf, g.idx(bm * 4));
+    g.when(g.lt(tid, g.idx(bm)), [&] {
       w.loadRowVector(kLse2, g.add(at(L.lse(0)), vOff), it.bb, it.h, q0, Sq,
                       tid);
     });
-    g.when(g.andI(g.lt(g.idx(63), tid), g.lt(tid, g.idx(128))), [&] {
+    g.when(g.andI(g.lt(g.idx(bm - 1), tid), g.lt(tid, g.idx(2 * bm))), [&] {
       w.loadRowVector(kDPsum, g.add(at(L.dps(0)), vOff), it.bb, it.h, q0, Sq,
-                      g.sub(tid, g.idx(64)));
+                      g.sub(tid, g.idx(bm)));
     });
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   };
@@ -522,7 +534,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           w.base = w.opaque(baseMma);
           threadValues(tid);
           Value qt = visit(it, step);
-          Value q0 = g.mul(qt, g.idx(kBm));
+          Value q0 = g.mul(qt, g.idx(bm));
           Value buf = g.rem(step, g.idx(2));
           // This step's tiles have landed (every thread's copies), and
           // everyone is done with the previous step's buffers.
@@ -539,19 +551,19 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value kRowsDesc = rowsDesc(L.k()), vRowsDesc = rowsDesc(L.v());
           // Two groups: P = exp2(...) of S^T runs while dP^T is on the
           // tensor cores.
-          Value S = w.freshAcc(kBm), dP = w.freshAcc(kBm);
+          Value S = w.freshAcc(bm), dP = w.freshAcc(bm);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           for (int64_t kk = 0; kk < D / 16; ++kk) {
             int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
-            int64_t pb = (kk / 4) * kBm * 128 + (kk % 4) * 32;
-            S = w.wgmma(S, w.descAt(kRowsDesc, pa), w.descAt(qd, pb), kBm,
+            int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
+            S = w.wgmma(S, w.descAt(kRowsDesc, pa), w.descAt(qd, pb), bm,
                         false, false, kk == 0);
           }
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           for (int64_t kk = 0; kk < D / 16; ++kk) {
             int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
-            int64_t pb = (kk / 4) * kBm * 128 + (kk % 4) * 32;
-            dP = w.wgmma(dP, w.descAt(vRowsDesc, pa), w.descAt(od, pb), kBm,
+            int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
+            dP = w.wgmma(dP, w.descAt(vRowsDesc, pa), w.descAt(od, pb), bm,
                          false, false, kk == 0);
           }
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
@@ -559,16 +571,19 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
           // row % 8 of every fragment row is lane / 4).
-          Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(kBm * 4)));
-          Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(kBm * 4)));
+          Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(bm * 4)));
+          Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(bm * 4)));
           Value sw8 = g.div(lane, g.idx(4));
           auto v2 = VectorType::get({2}, w.bf16);
           auto storePair = [&](int64_t off, int64_t r, Value x, Value y) {
+            // Column (Q row) 8(r/4) + ..: panel r/32, chunk (r/4) % 8.
             Value kvL = g.add(wgRows, rowOf(r));
-            Value chunk = arith::XOrIOp::create(b, loc, g.idx(r / 4), sw8);
-            Value byteOff = g.add(g.add(g.mul(kvL, g.idx(128)),
-                                        g.mul(chunk, g.idx(16))),
-                                  g.mul(g.rem(lane, g.idx(4)), g.idx(4)));
+            Value chunk =
+                arith::XOrIOp::create(b, loc, g.idx((r / 4) % 8), sw8);
+            Value byteOff = g.add(
+                g.add(g.idx((r / 32) * kBn * 128), g.mul(kvL, g.idx(128))),
+                g.add(g.mul(chunk, g.idx(16)),
+                      g.mul(g.rem(lane, g.idx(4)), g.idx(4))));
             Value pair = vector::FromElementsOp::create(
                 b, loc, v2,
                 ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
@@ -578,7 +593,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           };
           auto pPass = [&](bool masked) {
             SmallVector<Value> P;
-            for (int64_t r = 0; r < kBm / 2; ++r) {
+            for (int64_t r = 0; r < bm / 2; ++r) {
               Value qc = colOf(r);
               Value lse = LLVM::LoadOp::create(
                   b, loc, w.f32, w.sh(g.add(lseBase, g.mul(qc, g.idx(4)))));
@@ -599,13 +614,13 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           };
           // Only tiles that cross the diagonal or the sequence ends pay for
           // the per-element mask.
-          Value needMask = g.orI(g.lt(Sq, g.add(q0, g.idx(kBm))),
+          Value needMask = g.orI(g.lt(Sq, g.add(q0, g.idx(bm))),
                                  g.lt(Sk, g.add(kv0, g.idx(kBn))));
           if (causal) // some KV row of the tile lies past some query's end
             needMask = g.orI(needMask, g.lt(g.add(q0, off),
                                             g.add(kv0, g.idx(kBn - 1))));
           auto ifMask = scf::IfOp::create(
-              b, loc, SmallVector<Type>(kBm / 2, w.f32), needMask, true);
+              b, loc, SmallVector<Type>(bm / 2, w.f32), needMask, true);
           {
             OpBuilder::InsertionGuard mg(b);
             b.setInsertionPointToStart(&ifMask.getThenRegion().front());
@@ -619,7 +634,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // fragment of dV += P^T dO (and dK += dS^T Q), k-slice kk being
           // accumulator registers 8kk .. 8kk + 7.
           SmallVector<Value> pA, dsA;
-          for (int64_t r = 0; r < kBm / 2; r += 2) {
+          for (int64_t r = 0; r < bm / 2; r += 2) {
             Value ds[2];
             for (int64_t u = 0; u < 2; ++u) {
               Value dps = LLVM::LoadOp::create(
@@ -641,20 +656,19 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           qd = qDesc(kQ, buf);
           od = qDesc(kDO, buf);
-          for (int64_t kk = 0; kk < kBm / 16; ++kk) {
+          for (int64_t kk = 0; kk < bm / 16; ++kk) {
             ArrayRef<Value> aP(pA.data() + 4 * kk, 4), aS(dsA.data() + 4 * kk, 4);
             accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
             accK = w.wgmmaRS(accK, aS, w.descAt(qd, kk * 16 * 128), D);
           }
           w.barSync(kBarMma, kMmaThreads);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value dq = w.freshAcc(D / 2);
-          Value dsMDesc = w.desc(at(L.dsT()), kBn * 128); // M-major, 1 panel
-          Value kHalf = kHalfDesc();
+          Value dq = w.freshAcc(dqN);
+          Value dsMDesc = dqADesc(), kB = dqBDesc();
           for (int64_t kk = 0; kk < kBn / 16; ++kk)
             dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
-                         w.descAt(kHalf, kk * 16 * 128), D / 2, true,
-                         true, kk == 0);
+                         w.descAt(kB, kk * 16 * 128), dqN, true, true,
+                         kk == 0);
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
 
@@ -662,9 +676,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // first + step).
           Value qbuf = g.rem(g.add(first, step), g.idx(kDqBuffers));
           w.barSync(bufBarrier(kBarEmpty, qbuf), kSyncThreads);
-          Value colBase = g.mul(wg, g.idx(D / 2));
-          for (int64_t r = 0; r < D / 4; r += 2) {
-            Value row = rowOf(r);
+          Value rowBase = dqByRows ? wgRows : g.idx(0);
+          Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
+          for (int64_t r = 0; r < dqN / 2; r += 2) {
+            Value row = g.add(rowBase, rowOf(r));
             Value col = g.add(colBase, colOf(r));
             Value pair = vector::FromElementsOp::create(
                 b, loc, VectorType::get({2}, w.f32),

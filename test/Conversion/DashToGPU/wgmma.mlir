@@ -5,9 +5,13 @@
 // RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
 // RUN: dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="debug-spin-limit=5000" --canonicalize --cse | FileCheck %s --check-prefix=DEBUG
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not dash-opt %s --dash-tile="block-m=128 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s --check-prefix=TILE128
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=threads=256 2>&1 | FileCheck %s --check-prefix=THREADS
+// D = 64 takes 128-row Q tiles: S^T is m64n128 and dQ is split by rows
+// (each warpgroup 64 Q rows, all 64 columns), staging rows of 64 x 4 + 16 B.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D64
 
-// CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 199680 : i64, threads = 384 : i64}
+// CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 217088 : i64, threads = 384 : i64}
 // CHECK: gpu.func @dash_bwd_main(
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 // The role is the warpgroup index broadcast from lane 0 (warp-uniform).
@@ -44,28 +48,32 @@
 // CHECK-NOT: arith.select
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// P^T / dS^T are visible to wgmma; this warpgroup's rows first.
+// dS^T is visible to wgmma (for dQ); P^T and dS^T also stay in registers.
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK: %[[ARR:.*]] = arith.addi %{{.*}}, %c4_i32
-// CHECK-NEXT: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%[[ARR]], %c256_i32
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c128_i32
-// dV += P^T dO and dK += dS^T Q: N-major B (dO, Q), D = 128 columns.
-// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
-// dQ = dS K after the other warpgroup's dS^T: M-major A, N-major B.
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c256_i32
+// CHECK-NEXT: nvvm.wgmma.fence.aligned
+// dV += P^T dO and dK += dS^T Q: A from registers (inline PTX, 4 b32
+// words), N-major B (dO, Q), D = 128 columns.
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
+// dQ = dS K after both warpgroups' dS^T: M-major A, N-major B.
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// Staging free (EMPTY, id 2) -> store the partial -> FULL (id 3).
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c2_i32, %c288_i32
+// Staging buffer j = hand-off % 2 free (EMPTY, barrier 2 + 6j) -> store the
+// partial -> FULL (barrier 3 + 6j).
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c3_i32, %c288_i32
-// The reducer: 24 registers, rank wait, one bulk add per staging row, full
-// completion, release.
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// After the walks: the reducer's last EMPTY arrives of both buffers.
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c2_i32, %c288_i32
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c8_i32, %c288_i32
+// The reducer: 24 registers, both buffers start free; per hand-off the rank
+// wait, one bulk add per staging row, full completion, release.
 // CHECK: } else {
 // CHECK-NEXT: nvvm.setmaxregister  decrease 24
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c2_i32, %c288_i32
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c288_i32
+// CHECK-NEXT: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c8_i32, %c288_i32
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
 // CHECK: nvvm.bar.warp.sync
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
@@ -74,7 +82,7 @@
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
 // CHECK: llvm.fence syncscope("device") release
 // CHECK: llvm.atomicrmw add %{{.*}}, %c1_i32 syncscope("device") monotonic
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c2_i32, %c288_i32
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK: gpu.func @dash_bwd_postprocess
 
 // Non-deterministic: no semaphores, the staging buffer is free once read.
@@ -91,7 +99,14 @@
 // DEBUG: arith.cmpi slt, %{{.*}}, %c5000_i64 : i64
 // DEBUG: llvm.intr.trap
 
-// TILE: error: 'dash.scheduled_attention_bwd' op mma=wgmma needs 64x128 tiles (block-m x block-n) and bf16 (got 64x64, 'bf16'); use dash-tile="block-m=64 block-n=128"
+// D64: block_m = 128 : i64, block_n = 128 : i64
+// D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// D64: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $69, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// D64: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c256_i32
+
+// TILE: error: 'dash.scheduled_attention_bwd' op mma=wgmma needs 128-row KV tiles, 64-row Q tiles (or 128 at D = 64) and bf16 (got 64x64 at D = 128, 'bf16'); use dash-tile="block-m=64 block-n=128"
+// TILE128: error: 'dash.scheduled_attention_bwd' op mma=wgmma needs 128-row KV tiles, 64-row Q tiles (or 128 at D = 64) and bf16 (got 128x128 at D = 128, 'bf16')
 // THREADS: error: 'dash.scheduled_attention_bwd' op mma=wgmma runs 384 threads (2 MMA warpgroups + the dQ reducer's warpgroup); got threads=256
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>

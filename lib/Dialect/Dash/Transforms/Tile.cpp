@@ -16,15 +16,26 @@ namespace {
 struct DashTilePass : mlir::dash::impl::DashTileBase<DashTilePass> {
   using Base::Base;
   void runOnOperation() override {
-    bool overridden = blockM != 0 || blockN != 0 || stages != 0;
+    if (kernels != "fa3" && kernels != "wgmma" && kernels != "sync") {
+      getOperation()->emitError()
+          << "dash-tile: unknown kernels='" << kernels
+          << "'; expected fa3, wgmma or sync";
+      return signalPassFailure();
+    }
+    bool overridden = blockM != 0 || blockN != 0 || stages != 0 ||
+                      kernels != "fa3";
     WalkResult result = getOperation()->walk([&](AttentionBwdOp op) {
       if (op.getTiling() && !overridden)
         return WalkResult::advance();
       // FA3's tiles (lib/Schedule): the same defaults as dash-sched.
+      int64_t d = op.getQType().getDimSize(3);
       auto [m, n] = ::dash::sched::defaultTiles(
-          op.getQType().getDimSize(3), op.getMask() == Mask::Causal
-                                           ? ::dash::sched::Mask::Causal
-                                           : ::dash::sched::Mask::Full);
+          d, op.getMask() == Mask::Causal ? ::dash::sched::Mask::Causal
+                                          : ::dash::sched::Mask::Full);
+      if (kernels == "wgmma") // convert-dash-to-gpu's WGMMA kernels
+        std::tie(m, n) = std::pair<int64_t, int64_t>{d == 64 ? 128 : 64, 128};
+      else if (kernels == "sync")
+        std::tie(m, n) = std::pair<int64_t, int64_t>{64, 64};
       int64_t bm = blockM ? (int64_t)blockM : m;
       int64_t bn = blockN ? (int64_t)blockN : n;
       int64_t st = stages ? (int64_t)stages : 2;

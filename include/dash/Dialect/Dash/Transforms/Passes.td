@@ -12,11 +12,14 @@ include "mlir/Pass/PassBase.td"
 def DashTile : Pass<"dash-tile"> {
   let summary = "Attach #dash.tiling to every dash.attention_bwd.";
   let description = [{
-    Picks the tile shape per head dim and mask. Defaults follow
-    FlashAttention-3 on Hopper: D = 64 -> 128x128 (block_m x block_n);
-    D = 128 -> 64x128 for a causal mask and 80x128 for a full one; 2 pipeline
-    stages. Options override the defaults for every op. Ops that already carry
-    a tiling keep it unless an option is given.
+    Picks the tile shape per head dim and mask. `kernels=fa3` (default)
+    follows FlashAttention-3 on Hopper: D = 64 -> 128x128 (block_m x
+    block_n); D = 128 -> 64x128 for a causal mask and 80x128 for a full one.
+    `kernels=wgmma` takes the tiles DASH's WGMMA kernels are written for
+    (D = 64 -> 128x128, D = 128 -> 64x128), `kernels=sync` the mma.sync
+    kernels' 64x64. 2 pipeline stages. block-m / block-n override the
+    defaults for every op. Ops that already carry a tiling keep it unless an
+    option is given.
 
     ```mlir
     dash.attention_bwd ... {tiling = #dash.tiling<block_m = 64, block_n = 128, stages = 2>}
@@ -29,6 +32,8 @@ def DashTile : Pass<"dash-tile"> {
            "KV tile rows (0: per head dim and mask)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "Q/dO pipeline stages (0: 2)">,
+    Option<"kernels", "kernels", "std::string", /*default=*/"\"fa3\"",
+           "whose default tiles: fa3, wgmma or sync">,
   ];
   let dependentDialects = ["::mlir::dash::DashDialect"];
 }
