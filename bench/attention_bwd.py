@@ -187,16 +187,20 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = []
+    meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
+                cuda=torch.version.cuda, commit=args.commit, command=" ".join(sys.argv),
+                date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
+
+    def save():  # after every cell: a run cut short keeps what it measured
+        with open(os.path.join(args.out, "attention_bwd.json"), "w") as f:
+            json.dump(dict(meta=meta, results=results), f, indent=1)
+
     for d in map(int, args.hdims.split(",")):
         for mask in args.masks.split(","):
             for s in map(int, args.seqlens.split(",")):
                 run_cell(d, mask, s, args, results)
                 torch.cuda.empty_cache()
-    meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
-                cuda=torch.version.cuda, commit=args.commit, command=" ".join(sys.argv),
-                date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
-    with open(os.path.join(args.out, "attention_bwd.json"), "w") as f:
-        json.dump(dict(meta=meta, results=results), f, indent=1)
+                save()
     plot(results, os.path.join(args.out, "attention_bwd.png"))
     print("bench: wrote", args.out)
 

@@ -43,6 +43,7 @@ struct Options {
   int repeats = 10, timing = 0, threads = 0;
   double timeoutS = 30;
   bool matrix = false, debug = false;
+  int64_t matrixMaxSeqlen = 0; // > 0: leave out matrix shapes longer than this
   uint64_t seed = 1234;
 };
 
@@ -58,6 +59,7 @@ void usage() {
       "  --repeats N         runs for the bitwise check (default 10)\n"
       "  --timing N          median of N timed runs after warm-up\n"
       "  --matrix            the full test matrix (+ G sweep)\n"
+      "  --matrix-max-seqlen N  leave out matrix shapes with S_q or S_k > N\n"
       "  --json FILE         machine-readable results\n"
       "  --timeout-s S       watchdog per launch (default 30): HANG, exit 3\n"
       "  --threads N         CPU reference threads (default: all cores)\n"
@@ -104,6 +106,7 @@ bool parseArgs(int argc, char **argv, Options &o) {
     else if (a == "--seed") o.seed = uint64_t(num("--seed"));
     else if (a == "--timeout-s") o.timeoutS = double(std::max<int64_t>(1, num("--timeout-s")));
     else if (a == "--matrix") o.matrix = true;
+    else if (a == "--matrix-max-seqlen") o.matrixMaxSeqlen = num("--matrix-max-seqlen");
     else if (a == "--debug") o.debug = true;
     else if (a == "-h" || a == "--help") { usage(); std::exit(0); }
     else {
@@ -698,7 +701,13 @@ std::vector<Case> matrixCases(const Options &o) {
     cases.push_back({128, 2, 4, 4, 1024, 1024, false, true, true, "shift", g, "gsweep"});
     cases.push_back({128, 2, 4, 4, 1024, 1024, true, true, true, "symmetric-shift", g, "gsweep"});
   }
-  (void)o;
+  if (o.matrixMaxSeqlen > 0)
+    cases.erase(std::remove_if(cases.begin(), cases.end(),
+                               [&](const Case &c) {
+                                 return c.Sq > o.matrixMaxSeqlen ||
+                                        c.Sk > o.matrixMaxSeqlen;
+                               }),
+                cases.end());
   return cases;
 }
 
