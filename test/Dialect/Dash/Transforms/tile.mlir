@@ -1,6 +1,22 @@
 // RUN: dash-opt %s --dash-tile | FileCheck %s --check-prefix=DEFAULT
 // RUN: dash-opt %s --dash-tile="block-m=128 block-n=64 stages=3" | FileCheck %s --check-prefix=OVERRIDE
 // RUN: not dash-opt %s --dash-tile="block-m=24" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: dash-opt %s --dash-tile=kernels=wgmma | FileCheck %s --check-prefix=WGMMA
+// RUN: dash-opt %s --dash-tile=kernels=sync | FileCheck %s --check-prefix=SYNC
+// RUN: not dash-opt %s --dash-tile=kernels=tma 2>&1 | FileCheck %s --check-prefix=BADK
+// The WGMMA kernels' tiles: d=128 64x128 (either mask), d=64 128x128; a kernel
+// family replaces even an existing tiling (it is what the kernels need).
+// WGMMA-LABEL: func @d128_causal
+// WGMMA: tiling = #dash.tiling<block_m = 64, block_n = 128, stages = 2>
+// WGMMA-LABEL: func @d128_full
+// WGMMA: tiling = #dash.tiling<block_m = 64, block_n = 128, stages = 2>
+// WGMMA-LABEL: func @d64_causal
+// WGMMA: tiling = #dash.tiling<block_m = 128, block_n = 128, stages = 2>
+// WGMMA-LABEL: func @pretiled
+// WGMMA: tiling = #dash.tiling<block_m = 128, block_n = 128, stages = 2>
+// SYNC-LABEL: func @d128_full
+// SYNC: tiling = #dash.tiling<block_m = 64, block_n = 64, stages = 2>
+// BADK: error: dash-tile: unknown kernels='tma'; expected fa3, wgmma or sync
 
 // FA3's Hopper tiles: d=128 causal 64x128, d=128 full 80x128, d=64 128x128.
 // DEFAULT-LABEL: func @d128_causal
