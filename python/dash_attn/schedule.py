@@ -157,7 +157,9 @@ def schedule_report(*, seqlen=4096, seqlen_k=None, heads=16, heads_kv=None, batc
 
     causal_align applies to causal=True: "bottom_right" (FlashAttention,
     default, as in attention_backward) or "top_left" (SDPA is_causal, as in
-    attention). block_m/block_n default to the FA3 tiles the kernels use; sms
+    attention). block_m/block_n default to FA3's tiles, as dash-sched's (the
+    bundled WGMMA kernels use 64x128 at hdim 128 and 128x128 at hdim 64:
+    pass them to model exactly what runs); sms
     is G, the persistent grid (132 on H100/H200 SXM); policy restricts the
     rows to one schedule; detail adds per-unit work lists and per-row ranks;
     svg=True also returns the Gantt chart. Bad values raise ValueError with
