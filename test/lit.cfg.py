@@ -20,6 +20,7 @@ tool_dirs = [os.path.join(config.dash_obj_root, "bin"), config.llvm_tools_dir]
 tools = [
     ToolSubst("dash-opt", unresolved="fatal"),
     ToolSubst("dash-sched", unresolved="fatal"),
+    ToolSubst("dash-bench", unresolved="fatal"),
     ToolSubst("mlir-runner", unresolved="ignore"),
     ToolSubst("mlir-opt", unresolved="ignore"),
 ]
