@@ -40,6 +40,8 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--dash-sched", default="build/bin/dash-sched")
     ap.add_argument("--sms", type=int, default=132)
+    ap.add_argument("--launch", default="persistent", choices=["persistent", "fa3"],
+                    help="how the model runs ascending/spt/descending (DASH's kernels: persistent)")
     args = ap.parse_args()
     res = json.load(open(args.results))["results"]
     cells = sorted({(r["d"], r["mask"], r["s"], r["b"], r["h"]) for r in res})
@@ -59,7 +61,7 @@ def main():
         for r in rs:
             out = subprocess.run([args.dash_sched, "--batch", str(b), "--heads", str(h), "--seqlen", str(s),
                                   "--hdim", str(d), "--mask", mask, "--block-m", str(bm), "--block-n", "128",
-                                  "--sms", str(args.sms), "--r", str(r), "--json"],
+                                  "--sms", str(args.sms), "--r", str(r), "--launch", args.launch, "--json"],
                                  capture_output=True, text=True, check=True).stdout
             sch = json.loads(out)["schedules"]
             model[c, r] = {x["name"]: x["makespan"] for x in sch if x["legal"]}

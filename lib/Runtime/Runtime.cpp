@@ -438,7 +438,8 @@ std::string problemKey(const sched::Problem &p) {
                 (long long)p.seqQ, (long long)p.seqK, (long long)p.headDim,
                 (long long)p.blockM, (long long)p.blockN, int(p.mask),
                 int(p.align), (long long)p.numUnits, p.c, p.r);
-  return buf;
+  return buf + std::string(p.persistentLaunch ? "/P" : "/L") + "/" +
+         std::to_string(p.tieTolerance);
 }
 
 sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {
@@ -454,6 +455,8 @@ sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {
   p.mask = m.mask;
   p.align = m.align;
   p.numUnits = G;
+  // DASH's kernels run every schedule as a persistent grid of G units.
+  p.persistentLaunch = true;
   if (m.modelC > 0) {
     p.c = m.modelC;
     p.r = m.modelR;

@@ -27,7 +27,7 @@ std::vector<std::vector<WorkItem>> launchList(const Problem &p, Policy policy) {
   policy = resolvePolicy(p, policy);
   std::vector<std::vector<WorkItem>> ctas;
   const int64_t n = p.numKVTiles(), heads = p.numHeadSlots(), g = p.numUnits;
-  if (!isPersistent(policy)) {
+  if (!runsPersistent(p, policy)) {
     // FA3's grid is (KV tiles, heads, batch) with the KV tile fastest; spt
     // launches a head's shortest tiles (highest j) first.
     ctas.reserve(static_cast<size_t>(n * heads));
@@ -37,15 +37,17 @@ std::vector<std::vector<WorkItem>> launchList(const Problem &p, Policy policy) {
             {makeItem(p, policy, hb, policy == Policy::Spt ? n - 1 - k : k)});
     return ctas;
   }
-  // Persistent: unit u walks items t = u, u+G, ... (tiles for shift, pairs
-  // (p, N-1-p) for symmetric-shift, long tile first).
-  const int64_t perHead = policy == Policy::Shift ? n : n / 2;
+  // Persistent: unit u walks items t = u, u+G, ... (tiles for shift and,
+  // under persistentLaunch, ascending/descending; highest tile first for
+  // spt; pairs (p, N-1-p) for symmetric-shift, long tile first).
+  const int64_t perHead = policy == Policy::SymmetricShift ? n / 2 : n;
   const int64_t items = perHead * heads;
   ctas.resize(static_cast<size_t>(std::min(g, items)));
   for (int64_t t = 0; t < items; ++t) {
     int64_t hb = t / perHead, idx = t % perHead;
     std::vector<WorkItem> &unit = ctas[t % g];
-    unit.push_back(makeItem(p, policy, hb, idx));
+    unit.push_back(
+        makeItem(p, policy, hb, policy == Policy::Spt ? n - 1 - idx : idx));
     if (policy == Policy::SymmetricShift)
       unit.push_back(makeItem(p, policy, hb, n - 1 - idx));
   }
@@ -87,7 +89,7 @@ Plan buildPlan(const Problem &p, Policy policy) {
     return plan;
   }
   std::vector<std::vector<WorkItem>> ctas = launchList(p, plan.policy);
-  if (isPersistent(plan.policy)) {
+  if (runsPersistent(p, plan.policy)) {
     plan.units = std::move(ctas);
     return plan;
   }

@@ -131,7 +131,7 @@ std::string reportJson(const Problem &p, const Report &r, bool detail) {
     s += i ? ",{" : "{";
     s += "\"name\":" + jsonStr(policyName(row.policy));
     s += ",\"model\":" +
-         jsonStr(isPersistent(row.policy) ? "persistent" : "fa3-launch");
+         jsonStr(runsPersistent(p, row.policy) ? "persistent" : "fa3-launch");
     s += std::string(",\"legal\":") + (row.legal.legal ? "true" : "false");
     s += ",\"reason\":" + jsonStr(row.legal.reason);
     if (row.legal.legal) {

@@ -49,6 +49,10 @@ bool isPersistent(Policy p) {
   return p == Policy::Shift || p == Policy::SymmetricShift;
 }
 
+bool runsPersistent(const Problem &p, Policy policy) {
+  return isPersistent(policy) || p.persistentLaunch;
+}
+
 // Non-negative remainder: (x mod m) for negative x too.
 static int64_t mod(int64_t x, int64_t m) {
   int64_t v = x % m;
@@ -276,7 +280,7 @@ Legality checkLegal(const Problem &p, Policy policy) {
   // waves, so there is no cycle (docs/Scheduling.md). Otherwise a unit may
   // spin on one that never gets an SM: decide it by running the model, whose
   // outcome does not depend on c and r.
-  if (isPersistent(policy) && p.numSMs() < p.numUnits) {
+  if (runsPersistent(p, policy) && p.numSMs() < p.numUnits) {
     EngineResult res =
         runEngine(p, policy, launchList(p, policy), p.numSMs(), nullptr);
     if (res.deadlock)

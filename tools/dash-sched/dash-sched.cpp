@@ -72,6 +72,9 @@ Models: ascending, spt, descending run as FA3 launches them: one CTA per
 KV tile (heads and batches in sequence), dispatched in launch order to the
 first free SM, holding it while it waits. shift and symmetric-shift run as a
 persistent grid of G units, unit u taking tiles u, u+G, ...
+  --launch persistent  every schedule as a persistent grid (how DASH's own
+                       kernels run them; the runtime's `auto` models this)
+                       [fa3]
 Options take --x=v or --x v. Exit status 2 on bad arguments.
 )";
 
@@ -174,6 +177,10 @@ std::string parseArgs(int argc, char **argv, Options &o, bool &help) {
         return key +
                (key == "--c" ? " must be positive" : " must be non-negative") +
                ", got " + value;
+    } else if (key == "--launch") {
+      if (value != "fa3" && value != "persistent")
+        return "--launch must be fa3 or persistent, got '" + value + "'";
+      p.persistentLaunch = value == "persistent";
     } else if (key == "--mask") {
       mask = value;
     } else if (key == "--align") {
@@ -220,9 +227,9 @@ struct Row {
   ModelResult model;
 };
 
-const char *modelName(Policy p) {
-  return isPersistent(p) ? "persistent grid of G units"
-                         : "FA3 launch: CTA per KV tile, first free SM";
+const char *modelName(const Problem &prob, Policy p) {
+  return runsPersistent(prob, p) ? "persistent grid of G units"
+                                 : "FA3 launch: CTA per KV tile, first free SM";
 }
 
 bool writeFile(const std::string &path, const std::string &text) {
@@ -305,7 +312,7 @@ int main(int argc, char **argv) {
     std::printf("%s %-16s %-6s %12s %12s %6.1f%%  %s\n", mark,
                 policyName(row.policy), "yes", num(row.model.makespan).c_str(),
                 num(row.model.criticalPath).c_str(),
-                row.model.idleFraction * 100, modelName(row.policy));
+                row.model.idleFraction * 100, modelName(p, row.policy));
   }
   // No schedule beats total work spread evenly over the SMs.
   double ideal = static_cast<double>(tasks) * (p.c + p.r) /

@@ -6,11 +6,13 @@
 
 #include "Sweep.h"
 
+#include "dash/Schedule/Choose.h"
 #include "dash/Schedule/Plan.h"
 #include "dash/Schedule/Schedules.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -92,6 +94,62 @@ TEST(Plan, FA3LaunchOrder) {
   EXPECT_EQ(asc[3][0].h, 1);
   EXPECT_EQ(spt[0][0].kvTile, 2); // shortest first
   EXPECT_EQ(spt[2][0].kvTile, 0);
+}
+
+// persistentLaunch: every policy as DASH's kernels run it, unit u walking
+// launch slots u, u+G, ... of the same launch order (what
+// dash-materialize-schedule's items/work regions compute).
+TEST(Plan, PersistentLaunchMatchesTheKernelsSlots) {
+  for (Policy policy : {Policy::Ascending, Policy::Spt, Policy::Descending}) {
+    Problem p;
+    p.batch = 2;
+    p.headsQ = p.headsKV = 3;
+    p.seqQ = p.seqK = 5 * 128;
+    p.mask = Mask::Causal;
+    p.numUnits = 7;
+    p.persistentLaunch = true;
+    std::vector<std::vector<WorkItem>> fa3 = [&] {
+      Problem q = p;
+      q.persistentLaunch = false;
+      return launchList(q, policy);
+    }();
+    std::vector<std::vector<WorkItem>> units = launchList(p, policy);
+    ASSERT_EQ(units.size(), 7u) << policyName(policy);
+    // Slot t of the FA3 order is item t / G of unit t % G.
+    for (size_t t = 0; t < fa3.size(); ++t) {
+      const WorkItem &want = fa3[t][0], &got = units[t % 7][t / 7];
+      EXPECT_EQ(std::tie(got.b, got.h, got.kvTile, got.qTiles),
+                std::tie(want.b, want.h, want.kvTile, want.qTiles))
+          << policyName(policy) << " slot " << t;
+    }
+    // Same tasks, same ranks: legality does not change, and the model runs
+    // (no deadlock: a slot only waits on smaller slots).
+    EXPECT_TRUE(checkLegal(p, policy).legal);
+    ModelResult m = simulate(p, policy);
+    EXPECT_FALSE(m.deadlock) << policyName(policy);
+    EXPECT_TRUE(std::isfinite(m.makespan));
+  }
+}
+
+// The two launch models differ where it matters for `auto`: causal walks of
+// unequal length packed statically into G units vs. handed to the first free
+// SM.
+TEST(Plan, PersistentLaunchChangesTheModel) {
+  Problem p;
+  p.batch = 4;
+  p.headsQ = p.headsKV = 32;
+  p.seqQ = p.seqK = 4096;
+  p.headDim = 64;
+  p.blockM = p.blockN = 128;
+  p.mask = Mask::Causal;
+  p.r = 0.75;
+  double fa3 = simulate(p, Policy::Ascending).makespan;
+  p.persistentLaunch = true;
+  double persistent = simulate(p, Policy::Ascending).makespan;
+  double sym = simulate(p, Policy::SymmetricShift).makespan;
+  EXPECT_GT(persistent, fa3); // long walks land on the same units
+  EXPECT_LT(sym, persistent);
+  EXPECT_EQ(choose(p).policy, Policy::SymmetricShift);
 }
 
 } // namespace

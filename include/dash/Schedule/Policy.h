@@ -31,6 +31,9 @@ bool orderDependsOnG(Policy);
 /// Persistent-grid schedules (G units, each walking tiles t = u, u+G, ...);
 /// the others are launched like FA3: one CTA per KV tile.
 bool isPersistent(Policy);
+struct Problem;
+/// isPersistent(policy), or every policy under Problem::persistentLaunch.
+bool runsPersistent(const Problem &, Policy);
 
 } // namespace dash::sched
 

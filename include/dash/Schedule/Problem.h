@@ -46,6 +46,12 @@ struct Problem {
   /// prefers the G-independent order): the model's resolution. Kernels
   /// calibrate it with c and r in their manifests.
   double tieTolerance = 1e-9;
+  /// How ascending/spt/descending run: false = as FA3 launches them (one CTA
+  /// per KV tile, dispatched in launch order to the first free SM); true =
+  /// as DASH's kernels run every schedule (a persistent grid of G units,
+  /// unit u walking launch slots u, u+G, ...). shift and symmetric-shift are
+  /// persistent either way.
+  bool persistentLaunch = false;
 
   int64_t numQTiles() const;  // M = ceil(seqQ / blockM)
   int64_t numKVTiles() const; // N = ceil(seqK / blockN)
