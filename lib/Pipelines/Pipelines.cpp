@@ -90,6 +90,9 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
   mlir::dash::DashScheduleOptions sched;
   sched.policy = schedule.policy;
   sched.numUnits = schedule.numUnits;
+  // The GPU kernels run every schedule as a persistent grid (as the
+  // runtime's auto models it).
+  sched.launch = "persistent";
   pm.addPass(mlir::dash::createDashSchedule(sched));
   dump("01-scheduled");
   pm.addPass(mlir::dash::createDashMaterializeSchedule());

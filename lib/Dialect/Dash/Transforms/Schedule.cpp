@@ -34,6 +34,11 @@ struct DashSchedulePass
              "or auto";
       return signalPassFailure();
     }
+    if (launch != "fa3" && launch != "persistent") {
+      getOperation()->emitError() << "dash-schedule: unknown launch '"
+                                  << launch << "'; expected fa3 or persistent";
+      return signalPassFailure();
+    }
     if (numUnits < 1 || !(computeCost > 0) || !std::isfinite(computeCost) ||
         !(reduceCost >= 0) || !std::isfinite(reduceCost)) {
       char buf[128];
@@ -59,6 +64,8 @@ struct DashSchedulePass
     MLIRContext *ctx = op.getContext();
     std::optional<sched::Problem> problem =
         getScheduleProblem(op, numUnits, computeCost, reduceCost);
+    if (problem)
+      problem->persistentLaunch = launch == "persistent";
 
     // Dynamic shapes: record the request; the runtime resolves it with the
     // same model once the sizes are known.

@@ -4,6 +4,16 @@
 // RUN: not dash-opt %s -split-input-file --dash-tile --dash-schedule="policy=shift" 2>&1 | FileCheck %s --check-prefix=SHIFT
 // RUN: not dash-opt %s -split-input-file --dash-schedule 2>&1 | FileCheck %s --check-prefix=UNTILED
 // RUN: not dash-opt %s -split-input-file --dash-tile --dash-schedule="num-units=0" 2>&1 | FileCheck %s --check-prefix=BADG
+// launch=persistent models ascending/spt/descending as DASH's kernels run them
+// (a persistent grid over the FA3 launch slots; dash-pipeline sets it).
+// RUN: dash-opt %s -split-input-file --dash-tile --dash-schedule="policy=ascending launch=persistent" | FileCheck %s --check-prefix=PERS
+// RUN: dash-opt %s -split-input-file --dash-tile --dash-schedule="policy=ascending" | FileCheck %s --check-prefix=FA3L
+// RUN: not dash-opt %s -split-input-file --dash-tile --dash-schedule="launch=grid" 2>&1 | FileCheck %s --check-prefix=BADL
+// PERS-LABEL: func @full_2k
+// PERS: makespan = 667.75, critical_path = 667.75>
+// FA3L-LABEL: func @full_2k
+// FA3L: makespan = 660.0, critical_path = 660.0>
+// BADL: error: dash-schedule: unknown launch 'grid'; expected fa3 or persistent
 
 // Causal d=128 s=8192, 16 heads, G=132 (the paper's H200/H800 setting): the
 // model prefers symmetric shift; auto records both the request and the pick.

@@ -64,6 +64,10 @@ def DashSchedule : Pass<"dash-schedule"> {
            "modelled compute cost per (KV tile, Q tile) task">,
     Option<"reduceCost", "r", "double", /*default=*/"0.25",
            "modelled cost of one ordered dQ reduction">,
+    Option<"launch", "launch", "std::string", /*default=*/"\"fa3\"",
+           "how the model runs ascending/spt/descending: fa3 (one CTA per KV "
+           "tile, first free SM) or persistent (the grid of G units DASH's "
+           "kernels run every schedule as)">,
   ];
   let dependentDialects = ["::mlir::dash::DashDialect"];
 }
