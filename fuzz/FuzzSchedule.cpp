@@ -9,7 +9,8 @@
 //                        runs every task once with ranks forming a
 //                        permutation on every dQ row;
 //  - illegal          => simulate() reports +inf (a shape note or a deadlock);
-//  - persistent with residentUnits < numUnits:
+//  - persistent (shift, symmetric-shift, or any policy under
+//    persistentLaunch) with residentUnits < numUnits:
 //                        "deadlocks" from checkLegal <=> simulate deadlock.
 // Invalid problems (validate() != "") are fed to every entry point too.
 //
@@ -145,7 +146,7 @@ void checkPolicy(const Problem &p, Policy pol) {
   if (std::isfinite(sim.makespan))
     fail(p, pol, "illegal schedule simulates to a finite makespan",
          legal.reason);
-  if (isPersistent(pol) && p.numSMs() < p.numUnits &&
+  if (runsPersistent(p, pol) && p.numSMs() < p.numUnits &&
       isDeadlockReason(legal.reason) != sim.deadlock)
     fail(p, pol, "checkLegal deadlock verdict != simulate",
          legal.reason + " | " + sim.note);
@@ -200,6 +201,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p.r = 0.125 * fdp.ConsumeIntegralInRange<int>(0, 8);
   }
   Policy pol = static_cast<Policy>(fdp.ConsumeIntegralInRange<int>(0, 5));
+  // Last, so older corpus inputs decode as before: DASH's kernels' launch
+  // model (every policy as a persistent grid).
+  p.persistentLaunch = fdp.ConsumeBool();
 
   if (p.numUnits > (int64_t(1) << 16) && p.numUnits <= (int64_t(1) << 31))
     p.numUnits = int64_t(1) << 16; // engine-huge-grid, see above
@@ -211,7 +215,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   checkPolicy(p, pol);
   if (pol == Policy::Auto) {
     Choice c = choose(p);
-    if (validate(p).empty() && !checkLegal(p, c.policy).legal)
+    // When auto is legal, choose() picks a legal policy (under
+    // persistentLaunch with residentUnits < G there may be none: then auto
+    // must say so).
+    if (checkLegal(p, Policy::Auto).legal && !checkLegal(p, c.policy).legal)
       fail(p, c.policy, "choose() picked an illegal policy", "");
   }
   return 0;

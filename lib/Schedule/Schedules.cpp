@@ -216,7 +216,14 @@ std::string shapeReasonForEngine(const Problem &p, Policy policy) {
 Legality checkLegal(const Problem &p, Policy policy) {
   if (policy == Policy::Auto) {
     std::string err = validate(p);
-    return {err.empty(), err}; // ascending is always a legal fallback
+    if (!err.empty() || !p.persistentLaunch)
+      return {err.empty(), err}; // FA3-launched ascending is always legal
+    // A persistent grid that does not fit (residentUnits < G) can leave no
+    // legal schedule at all (fuzz/regressions persistent-auto-no-legal).
+    Legality fallback = checkLegal(p, Policy::Ascending);
+    if (fallback.legal || checkLegal(p, choose(p).policy).legal)
+      return {true, ""};
+    return {false, "auto: no schedule is legal (" + fallback.reason + ")"};
   }
   std::string err = shapeReason(p, policy);
   if (!err.empty())

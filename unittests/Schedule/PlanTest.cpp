@@ -131,6 +131,34 @@ TEST(Plan, PersistentLaunchMatchesTheKernelsSlots) {
   }
 }
 
+// fuzz/regressions/dash-fuzz-schedule/persistent-auto-no-legal: a
+// persistent grid of G = 2 units on 1 SM deadlocks under every schedule, so
+// `auto` must be illegal there (FA3-launched ascending would still run).
+TEST(Plan, PersistentLaunchCanLeaveNoLegalSchedule) {
+  Problem p;
+  p.batch = 2;
+  p.headsQ = 16;
+  p.headsKV = 4;
+  p.seqQ = p.seqK = 4096;
+  p.blockM = 128;
+  p.blockN = 256;
+  p.mask = Mask::Causal;
+  p.numUnits = 2;
+  p.residentUnits = 1;
+  p.c = p.r = 0.5;
+  EXPECT_TRUE(checkLegal(p, Policy::Auto).legal);
+  p.persistentLaunch = true;
+  Legality autoLegal = checkLegal(p, Policy::Auto);
+  EXPECT_FALSE(autoLegal.legal);
+  EXPECT_NE(autoLegal.reason.find("auto: no schedule is legal"),
+            std::string::npos)
+      << autoLegal.reason;
+  for (Policy pol : {Policy::Ascending, Policy::Spt, Policy::Descending,
+                     Policy::SymmetricShift})
+    EXPECT_FALSE(checkLegal(p, pol).legal) << policyName(pol);
+  EXPECT_FALSE(std::isfinite(simulate(p, Policy::Auto).makespan));
+}
+
 // The two launch models differ where it matters for `auto`: causal walks of
 // unequal length packed statically into G units vs. handed to the first free
 // SM.
