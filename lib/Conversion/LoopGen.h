@@ -87,6 +87,13 @@ struct LoopGen {
   }
   Value andI(Value x, Value y) { return b.createOrFold<arith::AndIOp>(loc, x, y); }
   Value orI(Value x, Value y) { return b.createOrFold<arith::OrIOp>(loc, x, y); }
+  /// The causal mask: key `key` is visible to query `query` iff
+  /// key <= query + off (off = S_k - S_q bottom-right, 0 top-left). Applied
+  /// per element, it never depends on the order tiles are visited in.
+  Value causalVisible(Value key, Value query, Value off) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, key,
+                                 add(query, off));
+  }
   Value div(Value x, Value y) { return b.createOrFold<arith::DivUIOp>(loc, x, y); }
   Value rem(Value x, Value y) { return b.createOrFold<arith::RemUIOp>(loc, x, y); }
 

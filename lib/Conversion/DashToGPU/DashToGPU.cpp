@@ -264,10 +264,8 @@ struct ConvertDashToGPUPass
           Value p = k.exp2(g.sub(g.mul(s, scaleLog2),
                                  g.load(k.arg(kLse2), {bb, h, row})));
           Value valid = g.andI(g.lt(i, qRows), g.lt(j, kvRows));
-          if (causal) // on every tile: independent of the visit order
-            valid = g.andI(valid, arith::CmpIOp::create(
-                                      b, loc, arith::CmpIPredicate::sle, gj,
-                                      g.add(gi, off)));
+          if (causal)
+            valid = g.andI(valid, g.causalVisible(gj, gi, off));
           p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
           Value ds = g.mul(p, g.sub(dp, g.load(k.arg(kDPsum), {bb, h, row})));
           memref::StoreOp::create(b, loc, g.roundTo(elt, p), P,
@@ -573,9 +571,7 @@ struct ConvertDashToGPUPass
                 Value p = k.exp2(g.sub(g.mul(S[nt][r], scaleLog2), lseR[r / 2]));
                 Value valid = g.andI(g.lt(i, qRows), g.lt(j, kvRows));
                 if (causal)
-                  valid = g.andI(valid, arith::CmpIOp::create(
-                                            b, loc, arith::CmpIPredicate::sle,
-                                            gj, g.add(gi, off)));
+                  valid = g.andI(valid, g.causalVisible(gj, gi, off));
                 p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
                 Value ds = g.mul(p, g.sub(dP[nt][r], dpsR[r / 2]));
                 Value pb = arith::TruncFOp::create(b, loc, elt, p);

@@ -551,22 +551,22 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value kRowsDesc = rowsDesc(L.k()), vRowsDesc = rowsDesc(L.v());
           // Two groups: P = exp2(...) of S^T runs while dP^T is on the
           // tensor cores.
-          Value S = w.freshAcc(bm), dP = w.freshAcc(bm);
+          // One committed group of A_w B^T over K = D (K-major A and B:
+          // k-step kk is 32 B into panel kk / 4).
+          auto rowsTimesQT = [&](Value aDesc, Value bDesc) {
+            Value acc = w.freshAcc(bm);
+            for (int64_t kk = 0; kk < D / 16; ++kk) {
+              int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
+              int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
+              acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
+                            false, false, kk == 0);
+            }
+            NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+            return acc;
+          };
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          for (int64_t kk = 0; kk < D / 16; ++kk) {
-            int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
-            int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
-            S = w.wgmma(S, w.descAt(kRowsDesc, pa), w.descAt(qd, pb), bm,
-                        false, false, kk == 0);
-          }
-          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-          for (int64_t kk = 0; kk < D / 16; ++kk) {
-            int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
-            int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
-            dP = w.wgmma(dP, w.descAt(vRowsDesc, pa), w.descAt(od, pb), bm,
-                         false, false, kk == 0);
-          }
-          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          Value S = rowsTimesQT(kRowsDesc, qd);
+          Value dP = rowsTimesQT(vRowsDesc, od);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
@@ -603,9 +603,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 Value gkv = g.add(kv0, g.add(wgRows, rowOf(r)));
                 Value valid = g.andI(g.lt(gq, Sq), g.lt(gkv, Sk));
                 if (causal)
-                  valid = g.andI(valid, arith::CmpIOp::create(
-                                            b, loc, arith::CmpIPredicate::sle,
-                                            gkv, g.add(gq, off)));
+                  valid = g.andI(valid, g.causalVisible(gkv, gq, off));
                 p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
               }
               P.push_back(p);

@@ -220,10 +220,7 @@ struct ConvertDashToLoopsPass
       Value logit = g.sub(g.mul(s, scaleLog2), g.load(lse2, {bb, h, gi}));
       Value p = math::Exp2Op::create(b, g.loc, logit);
       if (causal) {
-        // Key gj visible to query gi iff gj <= gi + off, on every tile (the
-        // predicate never depends on the traversal order).
-        Value visible = arith::CmpIOp::create(
-            b, g.loc, arith::CmpIPredicate::sle, gj, g.add(gi, g.idx(off)));
+        Value visible = g.causalVisible(gj, gi, g.idx(off));
         p = arith::SelectOp::create(b, g.loc, visible, p, g.f32(0.0));
       }
       Value ds = g.mul(p, g.sub(dp, g.load(dPsum, {bb, h, gi})));
