@@ -311,6 +311,16 @@ inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
 }
 
 
+/// The CUDA-core main kernel (MainSimt.cpp): any tile, `threads` threads.
+void buildMainSimt(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                   ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
+                   int64_t bn, int64_t eltBytes, int64_t threads,
+                   int64_t spinLimit);
+/// The mma.sync main kernel (MainMmaSync.cpp): 64x64 tiles, 256 threads.
+void buildMainMmaSync(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                      ScheduledAttentionBwdOp op, int64_t d, int64_t threads,
+                      int64_t spinLimit);
+
 /// The warp-specialised WGMMA main kernel (MainWgmma.cpp): KV tiles of 128
 /// rows, Q tiles of 64 (or 128 at d = 64), two MMA warpgroups and a third
 /// warpgroup whose first warp reduces dQ.
