@@ -115,25 +115,38 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
 }
 
 namespace {
-struct CPUPipelineOptions
-    : public PassPipelineOptions<CPUPipelineOptions> {
-  Option<std::string> policy{*this, "policy",
-                             llvm::cl::desc("schedule policy (dash-schedule)"),
-                             llvm::cl::init("auto")};
-  Option<int64_t> numUnits{*this, "num-units",
-                           llvm::cl::desc("persistent units G"),
-                           llvm::cl::init(132)};
-  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Q tile rows"),
-                         llvm::cl::init(0)};
-  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("KV tile rows"),
-                         llvm::cl::init(0)};
+/// The dash-tile / dash-schedule options both pipelines take.
+template <typename Derived>
+struct ScheduleCLOptions : public PassPipelineOptions<Derived> {
+  using Base = PassPipelineOptions<Derived>;
+  typename Base::template Option<std::string> policy{
+      *this, "policy", llvm::cl::desc("schedule policy (dash-schedule)"),
+      llvm::cl::init("auto")};
+  typename Base::template Option<int64_t> numUnits{
+      *this, "num-units", llvm::cl::desc("persistent units G (for the model)"),
+      llvm::cl::init(132)};
+  typename Base::template Option<int64_t> blockM{
+      *this, "block-m", llvm::cl::desc("Q tile rows"), llvm::cl::init(0)};
+  typename Base::template Option<int64_t> blockN{
+      *this, "block-n", llvm::cl::desc("KV tile rows"), llvm::cl::init(0)};
+
+  ::dash::ScheduleOptions schedule() const {
+    ::dash::ScheduleOptions s;
+    s.policy = policy;
+    s.numUnits = numUnits;
+    s.blockM = blockM;
+    s.blockN = blockN;
+    return s;
+  }
+};
+
+struct CPUPipelineOptions : public ScheduleCLOptions<CPUPipelineOptions> {
   Option<bool> exact{*this, "exact-intermediates",
                      llvm::cl::desc("keep P and dS in f32"),
                      llvm::cl::init(false)};
 };
 
-struct GPUPipelineCLOptions
-    : public PassPipelineOptions<GPUPipelineCLOptions> {
+struct GPUPipelineCLOptions : public ScheduleCLOptions<GPUPipelineCLOptions> {
   Option<std::string> arch{*this, "arch", llvm::cl::desc("GPU arch (sm_90a)"),
                            llvm::cl::init("sm_90a")};
   Option<std::string> features{*this, "features",
@@ -147,16 +160,6 @@ struct GPUPipelineCLOptions
   Option<std::string> dumpDir{*this, "dump-dir",
                               llvm::cl::desc("write the IR after each stage"),
                               llvm::cl::init("")};
-  Option<std::string> policy{*this, "policy",
-                             llvm::cl::desc("schedule policy (dash-schedule)"),
-                             llvm::cl::init("auto")};
-  Option<int64_t> numUnits{*this, "num-units",
-                           llvm::cl::desc("units G for the model"),
-                           llvm::cl::init(132)};
-  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("Q tile rows"),
-                         llvm::cl::init(0)};
-  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("KV tile rows"),
-                         llvm::cl::init(0)};
   Option<int64_t> threads{*this, "threads",
                           llvm::cl::desc("threads per CTA (0: the mma mode's)"),
                           llvm::cl::init(0)};
@@ -172,11 +175,6 @@ void ::dash::registerDashPipelines() {
       "dash.attention_bwd on memrefs -> tile, schedule, materialise, "
       "gpu.module -> NVVM -> PTX -> cubin (gpu.binary)",
       [](OpPassManager &pm, const GPUPipelineCLOptions &o) {
-        ::dash::ScheduleOptions s;
-        s.policy = o.policy;
-        s.numUnits = o.numUnits;
-        s.blockM = o.blockM;
-        s.blockN = o.blockN;
         ::dash::GPUPipelineOptions g;
         g.arch = o.arch;
         g.features = o.features;
@@ -185,18 +183,13 @@ void ::dash::registerDashPipelines() {
         g.dumpDir = o.dumpDir;
         g.threads = o.threads;
         g.mma = o.mma;
-        buildDashPipeline(pm, s, g);
+        buildDashPipeline(pm, o.schedule(), g);
       });
   PassPipelineRegistration<CPUPipelineOptions>(
       "dash-lower-to-cpu",
       "dash.attention_bwd on memrefs -> tile, schedule, materialise, loops "
       "-> LLVM dialect (for mlir-runner / the ExecutionEngine)",
       [](OpPassManager &pm, const CPUPipelineOptions &o) {
-        ::dash::ScheduleOptions s;
-        s.policy = o.policy;
-        s.numUnits = o.numUnits;
-        s.blockM = o.blockM;
-        s.blockN = o.blockN;
-        buildDashToCPUPipeline(pm, s, o.exact);
+        buildDashToCPUPipeline(pm, o.schedule(), o.exact);
       });
 }

@@ -39,20 +39,6 @@ bool parseElt(const std::string &s, Elt &e) {
   return true;
 }
 
-bool readFile(const std::string &path, std::string &out) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return false;
-  char buf[65536];
-  size_t n;
-  out.clear();
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    out.append(buf, n);
-  bool ok = !std::ferror(f);
-  std::fclose(f);
-  return ok;
-}
-
 std::string dirOf(const std::string &path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
@@ -288,6 +274,20 @@ std::string loadManifestDir(const std::string &dir, std::vector<Manifest> &out) 
     out.push_back(std::move(m));
   }
   return "";
+}
+
+bool readFile(const std::string &path, std::string &out) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return false;
+  char buf[65536];
+  size_t n;
+  out.clear();
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    out.append(buf, n);
+  bool ok = !std::ferror(f);
+  std::fclose(f);
+  return ok;
 }
 
 } // namespace dash::rt

@@ -730,26 +730,12 @@ dash_status currentContext(dash_runtime *rt, CtxState *&out) {
   return DASH_SUCCESS;
 }
 
-bool readBinary(const std::string &path, std::vector<char> &out) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return false;
-  char buf[65536];
-  size_t n;
-  out.clear();
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    out.insert(out.end(), buf, buf + n);
-  bool ok = !std::ferror(f) && !out.empty();
-  std::fclose(f);
-  return ok;
-}
-
 dash_status ensureKernel(dash_runtime *rt, CtxState &c, int k) {
   if (c.kernels.count(k))
     return DASH_SUCCESS;
   const Manifest &m = rt->kernels[k];
-  std::vector<char> image;
-  if (!readBinary(m.cubinPath, image))
+  std::string image;
+  if (!readFile(m.cubinPath, image) || image.empty())
     return fail(DASH_ERROR_MANIFEST, "cannot read cubin \"" + m.cubinPath +
                                          "\" named by " + m.path);
   CtxKernel ck;

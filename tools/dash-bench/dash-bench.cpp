@@ -319,19 +319,26 @@ public:
       }
   }
 
-  // Host BHSD floats -> device bf16 in the chosen layout.
-  bool upload(CUdeviceptr &dst, const std::vector<float> &src, int64_t B,
-              int64_t H, int64_t S, int64_t D) {
-    std::vector<uint16_t> h(src.size());
+  // Calls f(host offset, device offset) for every (b, h, s) row: host
+  // arrays are BHSD, the device tensor is in the chosen layout.
+  template <typename F>
+  void forEachRow(int64_t B, int64_t H, int64_t S, int64_t D, F f) const {
     bool bshd = opt.layout == "bshd";
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hh = 0; hh < H; ++hh)
         for (int64_t s = 0; s < S; ++s) {
-          size_t from = size_t(((b * H + hh) * S + s) * D);
-          size_t to = bshd ? size_t(((b * S + s) * H + hh) * D) : from;
-          for (int64_t d = 0; d < D; ++d)
-            h[to + size_t(d)] = toBf16(src[from + size_t(d)]);
+          size_t host = size_t(((b * H + hh) * S + s) * D);
+          f(host, bshd ? size_t(((b * S + s) * H + hh) * D) : host);
         }
+  }
+  // Host BHSD floats -> device bf16 in the chosen layout.
+  bool upload(CUdeviceptr &dst, const std::vector<float> &src, int64_t B,
+              int64_t H, int64_t S, int64_t D) {
+    std::vector<uint16_t> h(src.size());
+    forEachRow(B, H, S, D, [&](size_t host, size_t dev) {
+      for (int64_t d = 0; d < D; ++d)
+        h[dev + size_t(d)] = toBf16(src[host + size_t(d)]);
+    });
     return ck(drv.cuMemAlloc(&dst, h.size() * 2), "cuMemAlloc") &&
            ck(drv.cuMemcpyHtoD(dst, h.data(), h.size() * 2), "cuMemcpyHtoD");
   }
@@ -341,15 +348,10 @@ public:
     if (!ck(drv.cuMemcpyDtoH(raw.data(), src, raw.size() * 2), "cuMemcpyDtoH"))
       return false;
     out.resize(raw.size());
-    bool bshd = opt.layout == "bshd";
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t hh = 0; hh < H; ++hh)
-        for (int64_t s = 0; s < S; ++s) {
-          size_t to = size_t(((b * H + hh) * S + s) * D);
-          size_t from = bshd ? size_t(((b * S + s) * H + hh) * D) : to;
-          for (int64_t d = 0; d < D; ++d)
-            out[to + size_t(d)] = fromBf16(raw[from + size_t(d)]);
-        }
+    forEachRow(B, H, S, D, [&](size_t host, size_t dev) {
+      for (int64_t d = 0; d < D; ++d)
+        out[host + size_t(d)] = fromBf16(raw[dev + size_t(d)]);
+    });
     return true;
   }
 

@@ -82,6 +82,10 @@ struct Manifest {
 std::string parseManifest(const std::string &text, const std::string &path,
                           Manifest &out);
 
+/// Reads a whole file (manifests, cubins). False if it cannot be opened or
+/// read.
+bool readFile(const std::string &path, std::string &out);
+
 /// Loads every *.json in `dir` (sorted by name). Each must be a valid
 /// manifest; two manifests for the same configuration are an error.
 /// Returns "" on success, else the reason naming the file.
