@@ -139,11 +139,17 @@ def run_cell(d, mask, s, args, results):
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
             fn()
+            # peak_extra_bytes: what torch allocated for the call (the three
+            # gradients). The workspace is the runtime's own allocation
+            # (outside torch's allocator): workspace_bytes is what the
+            # resolved kernel needs, the figure to hold against FA3's
+            # fp32 dQ accumulator + dPsum + lse + semaphores.
             extra = {"peak_extra_bytes": torch.cuda.max_memory_allocated() - base}
-            try:
-                extra.update(dash_attn.last_launch_info())
-            except Exception:
-                pass
+            info = dash_attn.check_backward(
+                q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
+                scale=scale, deterministic=det, schedule=pol, layout="bhsd")
+            extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
+                         resolved_policy=info["policy"], num_units=info["num_units"])
             record("dash-%s-%s" % (pol, "det" if det else "nondet"), ms, eq, extra)
 
 

@@ -230,6 +230,12 @@ std::string parseManifest(const std::string &text, const std::string &path,
       return std::string("params: missing required parameter \"") +
              roleName(r) + "\"";
 
+  if (const json::Value *direct = root.get("dkdv_direct")) {
+    if (!direct->isBool())
+      return "field \"dkdv_direct\" must be true or false";
+    m.dkdvDirect = direct->boolean;
+  }
+
   if (const json::Value *model = root.get("model")) {
     const json::Value *c = model->get("c"), *r = model->get("r");
     if (!model->isObject() || !c || !r || !c->isNumber() || !r->isNumber() ||

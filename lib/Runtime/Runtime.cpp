@@ -314,10 +314,14 @@ struct WsLayout {
 
 // Buffers per query head (GQA reduces dk/dv over the group in postprocess).
 // Each buffer gets one extra tile of slack so a full-tile access at a ragged
-// end stays inside the allocation.
-WsLayout workspaceLayout(const Shape &s, int64_t blockM, int64_t blockN) {
+// end stays inside the allocation. dkdvDirect (the kernel writes dk/dv when
+// H_q == H_kv): dk_accum/dv_accum get no rows then.
+WsLayout workspaceLayout(const Shape &s, int64_t blockM, int64_t blockN,
+                         bool dkdvDirect) {
   WsLayout w;
   int64_t M = (s.Sq + blockM - 1) / blockM;
+  const bool noDkDv = dkdvDirect && s.Hq == s.Hkv;
+  const int64_t kvRows = noDkDv ? 0 : s.Sk, kvSlack = noDkDv ? 0 : blockN * s.D;
   struct Buf {
     Role role;
     int64_t dims[4];
@@ -326,8 +330,8 @@ WsLayout workspaceLayout(const Shape &s, int64_t blockM, int64_t blockN) {
   };
   const Buf bufs[] = {
       {Role::DQAccum, {s.B, s.Hq, s.Sq, s.D}, 4, blockM * s.D},
-      {Role::DKAccum, {s.B, s.Hq, s.Sk, s.D}, 4, blockN * s.D},
-      {Role::DVAccum, {s.B, s.Hq, s.Sk, s.D}, 4, blockN * s.D},
+      {Role::DKAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack},
+      {Role::DVAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack},
       {Role::DPSum, {s.B, s.Hq, s.Sq, 0}, 3, blockM},
       {Role::LseLog2, {s.B, s.Hq, s.Sq, 0}, 3, blockM},
       {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, 0},
@@ -637,11 +641,13 @@ dash_status prepare(dash_runtime *rt, const dash_bwd_args *a, Plan &plan) {
   if (dash_status st = selectCandidates(rt, a, plan.shape, plan.candidates))
     return st;
   int64_t bm = 1, bn = 1;
+  bool direct = true; // the layout must serve every candidate
   for (int k : plan.candidates) {
     bm = std::max(bm, rt->kernels[k].blockM);
     bn = std::max(bn, rt->kernels[k].blockN);
+    direct = direct && rt->kernels[k].dkdvDirect;
   }
-  plan.ws = workspaceLayout(plan.shape, bm, bn);
+  plan.ws = workspaceLayout(plan.shape, bm, bn, direct);
   if (!plan.ws.ok)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
                 "problem too large: workspace size overflows");
@@ -665,7 +671,7 @@ void fillInfo(dash_runtime *rt, const Plan &plan, dash_bwd_info *info) {
   info->num_sms = plan.numSMs;
   if (plan.kernel >= 0) {
     const Manifest &m = rt->kernels[plan.kernel];
-    WsLayout ws = workspaceLayout(plan.shape, m.blockM, m.blockN);
+    WsLayout ws = workspaceLayout(plan.shape, m.blockM, m.blockN, m.dkdvDirect);
     info->workspace_bytes = ws.total;
     info->block_m = int32_t(m.blockM);
     info->block_n = int32_t(m.blockN);
@@ -1107,7 +1113,7 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
     return st;
   const Manifest &m = rt->kernels[plan.kernel];
   const CtxKernel &ck = ctx->kernels[plan.kernel];
-  WsLayout ws = workspaceLayout(plan.shape, m.blockM, m.blockN);
+  WsLayout ws = workspaceLayout(plan.shape, m.blockM, m.blockN, m.dkdvDirect);
   // 4. Workspace (the preprocess kernel zeroes what it needs).
   CUdeviceptr wsBase = 0;
   if (dash_status st = ensureWorkspace(rt, *ctx, stream, ws.total, wsBase))

@@ -698,6 +698,16 @@ std::vector<Case> matrixCases(const Options &o) {
         for (const char *p : {"ascending", "spt", "descending"})
           for (bool det : {true, false})
             cases.push_back({d, s.B, s.H, s.H, s.Sq, s.Sk, true, br, det, p, 0, "matrix"});
+  // GQA (the postprocess sums the group; without it the main kernel writes
+  // dk/dv itself): both masks, S_q != S_k too.
+  struct Gqa { int64_t B, Hq, Hkv, Sq, Sk; };
+  const Gqa gqa[] = {{2, 8, 2, 777, 777}, {1, 6, 3, 300, 520}};
+  for (const Gqa &s : gqa)
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        for (const char *p : {"ascending", "descending"})
+          for (bool det : {true, false})
+            cases.push_back({d, s.B, s.Hq, s.Hkv, s.Sq, s.Sk, causal, true, det, p, 0, "matrix"});
   // G sweep: same bits for the same G, no hang at any G.
   for (int64_t g : {1, 7, 66, 132}) {
     cases.push_back({128, 2, 4, 4, 1024, 1024, false, true, true, "shift", g, "gsweep"});

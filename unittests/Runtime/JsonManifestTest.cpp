@@ -154,6 +154,8 @@ TEST(Manifest, MalformedFieldsAreNamed) {
        "\"model.tie\" must be a number in [0, 0.5)"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"model\": {\"c\": 1, \"r\": 1, \"tie\": \"x\"}"),
        "\"model.tie\""},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dkdv_direct\": 1"),
+       "\"dkdv_direct\" must be true or false"},
       {"[1, 2]", "top level must be an object"},
       {"", "invalid JSON"},
       {good.substr(0, good.size() / 2), "invalid JSON"},
@@ -179,6 +181,16 @@ TEST(Manifest, ModelCalibration) {
   Manifest plain;
   ASSERT_EQ(parseManifest(good, "x.json", plain), "");
   EXPECT_DOUBLE_EQ(plain.modelTie, 1e-9);
+  EXPECT_FALSE(plain.dkdvDirect); // optional, false when absent
+}
+
+TEST(Manifest, DirectDkDvFlag) {
+  Manifest m;
+  ASSERT_EQ(parseManifest(replaced(readText(goodPath()), "\"threads\": 256",
+                                   "\"threads\": 256, \"dkdv_direct\": true"),
+                          "x.json", m),
+            "");
+  EXPECT_TRUE(m.dkdvDirect);
 }
 
 TEST(Manifest, MissingRequiredParameter) {

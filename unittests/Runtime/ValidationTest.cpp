@@ -14,6 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -71,6 +74,46 @@ TEST_F(RuntimeTest, WorkspaceBytesMatchTheLayout) {
   ASSERT_EQ(check(a, &info), DASH_SUCCESS) << err();
   EXPECT_EQ(info.workspace_bytes, want);
   EXPECT_EQ(dash_workspace_bytes(rt, &a, nullptr), DASH_ERROR_INVALID_ARGUMENT);
+}
+
+// Kernels that write dk/dv themselves when H_q == H_kv (the WGMMA family,
+// "dkdv_direct": true) need no f32 dk/dv accumulators then; with GQA they do.
+TEST(RuntimeWorkspace, DirectDkDvKernelsNeedNoDkDvAccumulatorsWithoutGqa) {
+  char tmpl[] = "/tmp/dash-rt-directXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, name = "d128_causal_br_descending_det";
+  std::ifstream in(kernelDir() + "/" + name + ".json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  size_t at = text.find("\"threads\": 256");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"dkdv_direct\": true, ");
+  std::ofstream(dir + "/" + name + ".json") << text;
+  { // the cubin is only read at launch; check() needs the manifest alone
+    std::ofstream(dir + "/" + name + ".cubin") << "x";
+  }
+  dash_runtime *rt = nullptr;
+  ASSERT_EQ(dash_runtime_create(dir.c_str(), &rt), DASH_SUCCESS)
+      << dash_runtime_last_error(nullptr);
+  auto up = [](int64_t x) { return (x + 255) / 256 * 256; };
+  const int64_t B = 2, Sq = 256, Sk = 320, D = 128, bm = 64, bn = 64;
+  for (int64_t Hkv : {4, 2}) {
+    const int64_t H = 4;
+    dash_bwd_args a = makeArgs(B, Sq, Sk, H, Hkv, D);
+    int64_t bytes = 0;
+    ASSERT_EQ(dash_workspace_bytes(rt, &a, &bytes), DASH_SUCCESS)
+        << dash_runtime_last_error(rt);
+    int64_t kv = Hkv == H ? 0 : 2 * up((B * H * Sk * D + bn * D) * 4);
+    int64_t want = up((B * H * Sq * D + bm * D) * 4) + kv +
+                   2 * up((B * H * Sq + bm) * 4) + up(B * H * ((Sq + bm - 1) / bm) * 4);
+    EXPECT_EQ(bytes, want) << "Hkv = " << Hkv;
+    dash_bwd_info info;
+    ASSERT_EQ(dash_attention_bwd_check(rt, &a, &info), DASH_SUCCESS);
+    EXPECT_EQ(info.workspace_bytes, want) << "Hkv = " << Hkv;
+  }
+  dash_runtime_destroy(rt);
+  std::remove((dir + "/" + name + ".json").c_str());
+  std::remove((dir + "/" + name + ".cubin").c_str());
+  rmdir(dir.c_str());
 }
 
 // One rule per case: mutate valid args, expect the code and a message that

@@ -66,6 +66,9 @@ struct Manifest {
   sched::Policy policy = sched::Policy::Ascending;
   bool deterministic = true;
   int64_t blockM = 0, blockN = 0, threads = 0;
+  /// Optional "dkdv_direct": the main kernel writes dk/dv itself when
+  /// H_q == H_kv, so dk_accum/dv_accum need no rows then.
+  bool dkdvDirect = false;
   KernelEntry preprocess, main, postprocess;
   std::vector<Param> params;
   /// Optional calibrated model costs ("model": {"c":..,"r":..}); <= 0 keeps

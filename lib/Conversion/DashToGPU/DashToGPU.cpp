@@ -1,9 +1,9 @@
 //===- DashToGPU.cpp - dash.scheduled_attention_bwd -> gpu.module ---------===//
 //
 // The pass: emits the three kernels of the attention backward (preprocess,
-// main, postprocess) as gpu.func in a gpu.module. The main kernel comes in
-// three families, one file each: MainWgmma.cpp (default), MainMmaSync.cpp,
-// MainSimt.cpp; all run the materialised schedule regions, cloned in with
+// main, postprocess; the first and last in PrePost.cpp) as gpu.func in a
+// gpu.module. The main kernel comes in three families, one file each:
+// MainWgmma.cpp (default), MainMmaSync.cpp, MainSimt.cpp; all run the materialised schedule regions, cloned in with
 // the kernel's arguments, and the deterministic ordered dQ reduction with
 // per-row semaphores. The kernel ABI (KernelBuilder.h) is documented in
 // docs/Runtime.md.
@@ -123,6 +123,10 @@ struct ConvertDashToGPUPass
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
     config.append("mma", b.getStringAttr(mma));
     config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
+    // The WGMMA main kernel writes dk/dv itself when H_q == H_kv (its
+    // dk_accum/dv_accum may then be empty); the runtime sizes the workspace
+    // by this flag.
+    config.append("dkdv_direct", b.getBoolAttr(useWgmma));
     gpuModule->setAttr("dash.config", config.getDictionary(ctx));
 
     if (debugSpinLimit < 0)
@@ -130,7 +134,7 @@ struct ConvertDashToGPUPass
     SmallVector<Type> argTypes =
         kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0);
     b.setInsertionPointToStart(gpuModule.getBody());
-    buildPreprocess(b, loc, argTypes, D);
+    buildPreprocess(b, loc, argTypes, D, nthreads);
     if (useWgmma)
       buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit);
     else if (useSync)
@@ -138,88 +142,9 @@ struct ConvertDashToGPUPass
     else
       buildMainSimt(b, loc, argTypes, op, D, bm, bn, eltBytes, nthreads,
                     debugSpinLimit);
-    buildPostprocess(b, loc, argTypes, D);
+    buildPostprocess(b, loc, argTypes, D, nthreads, /*dkdvDirect=*/useWgmma);
     op.erase();
     return success();
-  }
-
-  // dPsum = rowsum(dO * O), lse_log2, and zeroed accumulators/semaphores.
-  void buildPreprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
-                       int64_t D) {
-    OpBuilder::InsertionGuard guard(b);
-    auto func = createKernel(b, loc, "dash_bwd_preprocess", argTypes, nthreads);
-    b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, nthreads);
-    LoopGen &g = k.g;
-    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), cD = g.idx(D);
-    k.gridLoop(g.mul(g.mul(B, H), Sq), [&](Value r) {
-      SmallVector<Value> i = k.unflatten(r, {B, H, Sq}); // b, h, row
-      Value sum = g.sum(cD, [&](Value d) {
-        return g.mul(g.load(k.arg(kDO), {i[0], i[2], i[1], d}),
-                     g.load(k.arg(kO), {i[0], i[2], i[1], d}));
-      });
-      memref::StoreOp::create(b, loc, sum, k.arg(kDPsum), i);
-      Value l = g.load(k.arg(kLse), i);
-      Value isInf = arith::CmpFOp::create(
-          b, loc, arith::CmpFPredicate::OEQ, l,
-          g.f32(-std::numeric_limits<double>::infinity()));
-      Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
-                                         g.mul(l, g.f32(kLog2e)));
-      memref::StoreOp::create(b, loc, l2, k.arg(kLse2), i);
-    });
-    // Workspace sizes come from the workspace descriptors themselves.
-    for (Arg acc : {kDqAcc, kDkAcc, kDvAcc}) {
-      SmallVector<Value> dims = {k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
-                                 cD};
-      k.gridLoop(k.product(dims), [&](Value e) {
-        memref::StoreOp::create(b, loc, g.f32(0.0), k.arg(acc),
-                                k.unflatten(e, dims));
-      });
-    }
-    SmallVector<Value> semDims = {k.dim(kSem, 0), k.dim(kSem, 1),
-                                  k.dim(kSem, 2)};
-    Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
-    k.gridLoop(k.product(semDims), [&](Value e) {
-      memref::StoreOp::create(b, loc, zero, k.arg(kSem),
-                              k.unflatten(e, semDims));
-    });
-    gpu::ReturnOp::create(b, loc);
-  }
-
-  // dQ = dQaccum * scale; dK = scale * sum over the query heads of a group;
-  // dV = that sum.
-  void buildPostprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
-                        int64_t D) {
-    OpBuilder::InsertionGuard guard(b);
-    auto func =
-        createKernel(b, loc, "dash_bwd_postprocess", argTypes, nthreads);
-    b.setInsertionPointToStart(&func.getBody().front());
-    Kernel k(b, loc, func, nthreads);
-    LoopGen &g = k.g;
-    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
-          Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2), cD = g.idx(D);
-    Value scale = k.arg(kScale);
-    k.gridLoop(k.product({B, Sq, H, cD}), [&](Value e) {
-      SmallVector<Value> i = k.unflatten(e, {B, Sq, H, cD});
-      Value acc = memref::LoadOp::create(b, loc, k.arg(kDqAcc),
-                                         ValueRange{i[0], i[2], i[1], i[3]});
-      g.store(g.mul(acc, scale), k.arg(kDq), i);
-    });
-    Value group = g.div(H, Hkv);
-    k.gridLoop(k.product({B, Sk, Hkv, cD}), [&](Value e) {
-      SmallVector<Value> i = k.unflatten(e, {B, Sk, Hkv, cD});
-      // Fixed order over the group: deterministic GQA.
-      auto groupSum = [&](Arg acc) {
-        Value h0 = g.mul(i[2], group);
-        return g.sum(group, [&](Value gi) {
-          return memref::LoadOp::create(
-              b, loc, k.arg(acc), ValueRange{i[0], g.add(h0, gi), i[1], i[3]});
-        });
-      };
-      g.store(g.mul(groupSum(kDkAcc), scale), k.arg(kDk), i);
-      g.store(groupSum(kDvAcc), k.arg(kDv), i);
-    });
-    gpu::ReturnOp::create(b, loc);
   }
 };
 } // namespace

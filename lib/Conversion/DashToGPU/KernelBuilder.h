@@ -311,6 +311,15 @@ inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
 }
 
 
+/// The elementwise kernels around the main one (PrePost.cpp): dPsum,
+/// lse_log2 and zeroed workspace; dQ (and, from the workspace, dK/dV) in
+/// the output type. dkdvDirect: the main kernel writes dk/dv when
+/// H == H_kv, so the postprocess leaves them alone then.
+void buildPreprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                     int64_t d, int64_t threads);
+void buildPostprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+                      int64_t d, int64_t threads, bool dkdvDirect);
+
 /// The CUDA-core main kernel (MainSimt.cpp): any tile, `threads` threads.
 void buildMainSimt(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                    ScheduledAttentionBwdOp op, int64_t d, int64_t bm,

@@ -4,9 +4,10 @@
 // shared-memory descriptors over 128-byte-swizzled tiles):
 //
 //  * 384 threads: warpgroups 0 and 1 do the tile math, each on 64 of the
-//    128 KV rows of the unit's current KV tile; warp 8 (first of warpgroup
-//    2) is the dQ reducer. setmaxnreg moves registers from warpgroup 2 (24)
-//    to the MMA warpgroups (240), whose dK/dV accumulators stay live.
+//    128 KV rows of the unit's current KV tile; warps 8 and 9 (of warpgroup
+//    2) are the dQ reducers, one per staging buffer. setmaxnreg moves
+//    registers from warpgroup 2 (24) to the MMA warpgroups (240), whose
+//    dK/dV accumulators stay live.
 //  * Per KV tile (item): K and V are loaded once (cp.async, zero-filled past
 //    S_k). Per Q tile (step): Q, dO, lse_log2 and dPsum are prefetched one
 //    step ahead into a second buffer while the current step computes.
@@ -17,12 +18,14 @@
 //      dV_R += P^T_R dO, dK_R += dS^T_R Q           (m64nD,   K = 64)
 //      dQ[:, half w] = dS K[:, half w]               (m64nD/2, K = 128)
 //    dV/dK stay in registers for the whole walk.
-//  * The dQ partial goes registers -> shared (f32); the reducer warp waits
-//    for the row's turn (deterministic: the semaphore equals the rank), adds
-//    the tile with one `cp.reduce.async.bulk ... add.f32`, waits for it to
-//    complete and releases the row. Named barriers hand the staging buffer
-//    between the two sides (FULL: MMA -> reducer, EMPTY: reducer -> MMA), so
-//    the rank wait overlaps the next step's products.
+//  * The dQ partial goes registers -> shared (f32, staging buffer = hand-off
+//    parity); that buffer's reducer warp waits for the row's turn
+//    (deterministic: the semaphore equals the rank), adds the tile with one
+//    `cp.reduce.async.bulk ... add.f32` per row, frees the buffer once the
+//    copies have read it, waits for the adds to complete and releases the
+//    row. Named barriers hand the staging buffer between the two sides
+//    (FULL: MMA -> reducer, EMPTY: reducer -> MMA), so the rank waits
+//    overlap the next steps' products, two rows at a time.
 //
 // Shared layouts (bf16, 1024-byte aligned): a [rows][D] tile is stored as
 // D/64 panels of [rows][64]; row r of a panel is 128 bytes whose 16-byte
@@ -44,8 +47,13 @@ using namespace mlir::dash::detail;
 namespace {
 constexpr int64_t kBn = 128; // KV tile rows (two warpgroups x 64)
 constexpr int64_t kMmaThreads = 256;
-constexpr int64_t kSyncThreads = kMmaThreads + 32; // MMA + reducer warp
+constexpr int64_t kSyncThreads = kMmaThreads + 32; // MMA + one reducer warp
 constexpr int64_t kMmaRegs = 240, kReducerRegs = 24;
+// setmaxnreg only moves registers within the CTA's launch allocation (384
+// threads at one CTA per SM: 168 each); an increase that the pool cannot
+// cover spins forever.
+static_assert(kMmaRegs * 256 + kReducerRegs * 128 <= 168 * 384,
+              "setmaxnreg: more registers than the CTA was launched with");
 constexpr int64_t kAlign = 1024; // swizzle atom: 8 rows x 128 B
 
 // Named barriers (0 is __syncthreads).
@@ -378,65 +386,80 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   Value isMma = g.lt(wgIdx, g.idx(2));
   auto roles = scf::IfOp::create(b, loc, isMma, /*withElseRegion=*/true);
 
-  // ---------------------------------------------------------------- reducer
+  // --------------------------------------------------------------- reducers
+  // Warps 8 and 9: reducer j owns dQ staging buffer j, i.e. the hand-offs
+  // of parity j, so two rows' ordered adds are in flight at once (one
+  // reducer would serialise every rank wait and bulk completion of the
+  // unit). Per hand-off: wait FULL, (deterministic) lane 0 waits for the
+  // row's turn, every lane adds bm/32 staging rows with one bulk reduce-add
+  // each; once the bulk copies have read shared memory the buffer goes back
+  // to the MMA side (EMPTY); deterministic mode then waits for the adds to
+  // complete, fences and releases the row to the next rank.
   {
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&roles.getElseRegion().front());
     NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(kReducerRegs),
                                    NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
-    auto reducerWarp =
-        scf::IfOp::create(b, loc, g.lt(tid, g.idx(kSyncThreads)), false);
+    auto reducerWarp = scf::IfOp::create(
+        b, loc, g.lt(tid, g.idx(kMmaThreads + 32 * kDqBuffers)), false);
     b.setInsertionPointToStart(&reducerWarp.getThenRegion().front());
-    Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                        g.idx(kMmaThreads));
-    for (int64_t j = 0; j < kDqBuffers; ++j) // the staging buffers start free
-      w.barArrive(kBarEmpty + kBarBufStride * j, kSyncThreads);
+    Value rtid = g.sub(tid, g.idx(kMmaThreads));
+    Value mine = g.div(rtid, g.idx(32)); // the staging buffer of this warp
+    Value rlane = g.rem(rtid, g.idx(32));
+    Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        rlane, g.idx(0));
+    w.barArrive(bufBarrier(kBarEmpty, mine), kSyncThreads); // starts free
     forItems([&](const Item &it, Value first) {
       g.loop(it.len, [&](Value step) {
-        Value qt = visit(it, step);
-        Value rank = rankOf(it, qt);
         Value buf = g.rem(g.add(first, step), g.idx(kDqBuffers));
-        w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
-        // Lane 0 waits for the row's turn; then every lane adds bm/32 rows
-        // (one bulk reduce-add per padded staging row), waits for them to
-        // complete and fences; after the warp barrier lane 0 releases.
-        Value semPtr;
-        if (det) {
-          semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
-          g.when(lane0, [&] { k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt}); });
-          w.syncWarp();
-          NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
-                                     nullptr);
-        }
-        Value q0 = g.mul(qt, g.idx(bm));
-        Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
-        Value rlane = g.sub(tid, g.idx(kMmaThreads));
-        for (int64_t half = 0; half < bm / 32; ++half) {
-          Value row = g.add(rlane, g.idx(32 * half));
-          g.when(g.lt(row, qRows), [&] {
-            Value dst = w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
-            Value src = w.sh(g.add(
-                g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0)))),
-                g.mul(row, g.idx(L.dQRow()))));
-            w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
-                  "[$0], [$1], $2;",
-                  {dst, src, w.c32(D * 4)});
-          });
-        }
-        NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-        // Deterministic: the adds must be complete before the release;
-        // otherwise the staging buffer only has to have been read.
-        NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
-                                             det ? UnitAttr() : b.getUnitAttr());
-        if (det) {
-          NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
-                                     nullptr);
-          LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
-                                "device");
-          w.syncWarp();
-          g.when(lane0, [&] { k.releaseBy(semPtr); });
-        }
-        w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
+        g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, buf,
+                                     mine),
+               [&] {
+          Value qt = visit(it, step);
+          Value rank = rankOf(it, qt);
+          w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
+          Value semPtr;
+          if (det) {
+            semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
+            g.when(lane0, [&] {
+              k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+            });
+            w.syncWarp();
+            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                       nullptr);
+          }
+          Value q0 = g.mul(qt, g.idx(bm));
+          Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
+          // Opaque lane: the staging-row addresses stay in the step (hoisted,
+          // they outlive the reducer's 24 registers and spill).
+          Value lane = w.opaque(rlane);
+          for (int64_t half = 0; half < bm / 32; ++half) {
+            Value row = g.add(lane, g.idx(32 * half));
+            g.when(g.lt(row, qRows), [&] {
+              Value dst =
+                  w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
+              Value src = w.sh(g.add(
+                  g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0)))),
+                  g.mul(row, g.idx(L.dQRow()))));
+              w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group."
+                    "add.f32 [$0], [$1], $2;",
+                    {dst, src, w.c32(D * 4)});
+            });
+          }
+          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+          // The staging buffer is free once read.
+          NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+          w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
+          if (det) { // the adds complete before the row's next rank goes
+            NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
+            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
+                                       nullptr);
+            LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
+                                  "device");
+            w.syncWarp();
+            g.when(lane0, [&] { k.releaseBy(semPtr); });
+          }
+        });
       });
     });
     NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
@@ -698,21 +721,50 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         });
     threadValues(tid); // the epilogue's fragment coordinates
 
-    // dV, dK of this item: rows kv0 + wgRows + row of head h.
-    for (int64_t r = 0; r < D / 2; r += 2) {
-      Value kvL = g.add(wgRows, rowOf(r));
-      Value row = g.add(kv0, kvL);
-      Value col = colOf(r);
-      g.when(g.lt(row, Sk), [&] {
-        for (auto [acc, dst] : {std::pair{walk.getResult(0), kDvAcc},
-                                std::pair{walk.getResult(1), kDkAcc}}) {
-          Value pair = vector::FromElementsOp::create(
-              b, loc, VectorType::get({2}, w.f32),
-              ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
-          vector::StoreOp::create(b, loc, pair, k.arg(dst),
-                                  ValueRange{it.bb, it.h, row, col});
-        }
-      });
+    // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA
+    // (H == H_kv) the item owns those rows of dk/dv outright: scaled,
+    // rounded and written here, no f32 workspace (the runtime sizes
+    // dk_accum/dv_accum 0, the postprocess skips them). With GQA the query
+    // heads of a group are summed in a fixed order by the postprocess.
+    Value direct =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, H, Hkv);
+    auto ifDirect = scf::IfOp::create(b, loc, direct, /*withElse=*/true);
+    auto epilogue = [&](bool toOutputs) {
+      for (int64_t r = 0; r < D / 2; r += 2) {
+        Value row = g.add(kv0, g.add(wgRows, rowOf(r)));
+        Value col = colOf(r);
+        g.when(g.lt(row, Sk), [&] {
+          for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
+                                  std::pair{walk.getResult(1), true}}) {
+            Value x = w.elem(acc, r), y = w.elem(acc, r + 1);
+            if (!toOutputs) {
+              Value pair = vector::FromElementsOp::create(
+                  b, loc, VectorType::get({2}, w.f32), ValueRange{x, y});
+              vector::StoreOp::create(b, loc, pair,
+                                      k.arg(isK ? kDkAcc : kDvAcc),
+                                      ValueRange{it.bb, it.h, row, col});
+              continue;
+            }
+            if (isK) { // dK = scale * dS^T Q
+              x = g.mul(x, k.arg(kScale));
+              y = g.mul(y, k.arg(kScale));
+            }
+            Value pair = vector::FromElementsOp::create(
+                b, loc, VectorType::get({2}, w.bf16),
+                ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
+                           arith::TruncFOp::create(b, loc, w.bf16, y)});
+            vector::StoreOp::create(b, loc, pair, k.arg(isK ? kDk : kDv),
+                                    ValueRange{it.bb, row, it.h, col});
+          }
+        });
+      }
+    };
+    {
+      OpBuilder::InsertionGuard eg(b);
+      b.setInsertionPointToStart(&ifDirect.getThenRegion().front());
+      epilogue(true);
+      b.setInsertionPointToStart(&ifDirect.getElseRegion().front());
+      epilogue(false);
     }
   });
   // Matches the reducer's last EMPTY arrives (it also orders our exit after

@@ -12,7 +12,7 @@
 // CHECK: func.func @bwd
 // CHECK-NEXT: return
 // The config the AOT step writes into the manifest.
-// CHECK: gpu.module @dash_kernels attributes {dash.config = {align = "bottom_right", block_m = 64 : i64, block_n = 64 : i64, debug_spin_limit = 0 : i64, deterministic = true, element_type = "bf16", head_dim = 128 : i64, mask = "causal", mma = "simt", policy = "descending", shared_bytes = 65536 : i64, threads = 256 : i64}}
+// CHECK: gpu.module @dash_kernels attributes {dash.config = {align = "bottom_right", block_m = 64 : i64, block_n = 64 : i64, debug_spin_limit = 0 : i64, deterministic = true, dkdv_direct = false, element_type = "bf16", head_dim = 128 : i64, mask = "causal", mma = "simt", policy = "descending", shared_bytes = 65536 : i64, threads = 256 : i64}}
 // The ABI: user tensors, workspace, scale (docs/Runtime.md).
 // CHECK: gpu.func @dash_bwd_preprocess(%{{.*}}: memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> {dash.name = "q"}
 // CHECK-SAME: {dash.name = "dq_accum"}
@@ -64,6 +64,10 @@
 // This step's partial is staged for the next hand-off.
 // MMA: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // MMA: gpu.func @dash_bwd_postprocess
+// The simt and mma.sync kernels always leave dK/dV in the f32 accumulators:
+// the postprocess converts them whatever the grouping.
+// MMA-NOT: arith.cmpi ne
+// MMA: vector.load %arg10
 // MMATILE: error: 'dash.scheduled_attention_bwd' op mma=sync needs 64x64 tiles, 256 threads and bf16 (got 64x128, 256 threads, 'bf16'); use mma=simt or dash-tile="block-m=64 block-n=64"
 
 // NONDET: gpu.func @dash_bwd_main

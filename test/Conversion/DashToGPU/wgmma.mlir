@@ -11,7 +11,7 @@
 // (each warpgroup 64 Q rows, all 64 columns), staging rows of 64 x 4 + 16 B.
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D64
 
-// CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 217088 : i64, threads = 384 : i64}
+// CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}dkdv_direct = true{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 217088 : i64, threads = 384 : i64}
 // CHECK: gpu.func @dash_bwd_main(
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 // The role is the warpgroup index broadcast from lane 0 (warp-uniform).
@@ -64,26 +64,49 @@
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// The item's epilogue: without GQA (H == H_kv) dV and scale * dK go to dv/dk
+// as bf16 pairs (no f32 workspace); with GQA to the per-query-head f32
+// accumulators the postprocess sums.
+// CHECK: %[[DIRECT:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: scf.if %[[DIRECT]] {
+// CHECK: vector.store %{{.*}}, %arg8[{{.*}}] : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
+// CHECK: arith.mulf %{{.*}}, %arg15 : f32
+// CHECK: vector.store %{{.*}}, %arg7[{{.*}}] : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
+// CHECK: } else {
+// CHECK: vector.store %{{.*}}, %arg11[{{.*}}] : memref<?x?x?x128xf32>, vector<2xf32>
+// CHECK: vector.store %{{.*}}, %arg10[{{.*}}] : memref<?x?x?x128xf32>, vector<2xf32>
 // After the walks: the reducer's last EMPTY arrives of both buffers.
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c2_i32, %c288_i32
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c8_i32, %c288_i32
-// The reducer: 24 registers, both buffers start free; per hand-off the rank
-// wait, one bulk add per staging row, full completion, release.
+// The reducers: 24 registers; warps 8 and 9 (threads 256..319), warp j owns
+// staging buffer j, which starts free. Per hand-off of its parity: FULL, the
+// rank wait, one bulk add per staging row, EMPTY once the copies have read
+// the buffer, then full completion and the release.
 // CHECK: } else {
 // CHECK-NEXT: nvvm.setmaxregister  decrease 24
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c2_i32, %c288_i32
-// CHECK-NEXT: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%c8_i32, %c288_i32
+// CHECK-NEXT: %[[REDUCER:.*]] = arith.cmpi slt, %thread_id_x, %c320 : index
+// CHECK-NEXT: scf.if %[[REDUCER]] {
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// CHECK: %[[MINE:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: scf.if %[[MINE]] {
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
 // CHECK: nvvm.bar.warp.sync
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c512_i32
 // CHECK: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
 // CHECK: llvm.fence syncscope("device") release
 // CHECK: llvm.atomicrmw add %{{.*}}, %c1_i32 syncscope("device") monotonic
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// Postprocess: dQ always; the dK/dV group sums only with GQA.
 // CHECK: gpu.func @dash_bwd_postprocess
+// CHECK: vector.load %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
+// CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
+// CHECK: %[[GQA:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: scf.if %[[GQA]] {
+// CHECK: vector.load %arg10
 
 // Non-deterministic: no semaphores, the staging buffer is free once read.
 // NONDET: gpu.func @dash_bwd_main

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""One benchmark cell's DASH backward, called a few times: the program to run
+under a profiler (ncu) to split a call into its preprocess, main and
+postprocess kernels, or to sample where the main kernel stalls.
+
+  ncu --clock-control none --kernel-name regex:dash_bwd \\
+      --metrics gpu__time_duration.sum python3 bench/profile_cell.py --d 128 --s 512
+
+Shapes as bench/attention_bwd.py: b = 16384/s, h = 2048/d, bf16, BHSD.
+"""
+import argparse
+
+import torch
+
+import dash_attn
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--mask", default="full", choices=("full", "causal"))
+    ap.add_argument("--s", type=int, default=4096)
+    ap.add_argument("--det", type=int, default=1)
+    ap.add_argument("--schedule", default="auto")
+    ap.add_argument("--calls", type=int, default=2)
+    args = ap.parse_args()
+    b, h, s, d = 16384 // args.s, 2048 // args.d, args.s, args.d
+    causal = args.mask == "causal"
+    torch.manual_seed(0)
+    q, k, v, do = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(4)]
+    scale = d ** -0.5
+    o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
+        q, k, v, 0.0, causal, False, scale=scale)[:2]
+    for _ in range(args.calls):
+        dash_attn.attention_backward(q, k, v, o, do, lse, causal=causal, scale=scale,
+                                     deterministic=bool(args.det), schedule=args.schedule,
+                                     layout="bhsd")
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Issue-6 table of a bench/attention_bwd.py run, compared through cuDNN.
+
+  python3 bench/summarize.py RESULTS.json [--anchors ANCHORS.json]
+
+Per cell (d, mask, s): cuDNN and FlexAttention of the same run, ours
+deterministic/non-deterministic with `auto`, the best deterministic
+schedule, ours-det / cuDNN beside FA3-det / cuDNN of the anchor run
+(absolute figures drift between runs; ratios to cuDNN measured in the same
+run do not), det/nondet, whether `auto` is within 3% of the best measured
+deterministic schedule, and our workspace beside the FA3-class extra memory
+(fp32 dQ accumulator + dPsum + lse_log2 + semaphores: 4*b*h*s*d + 12*b*h*s
+bytes). Ends with the issue's targets, each counted over the cells.
+"""
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_ANCHORS = os.path.join(ROOT, "..", "shared", "anchors", "h200-fa3-dash-2026-11-29.json")
+MiB = 1 << 20
+
+
+def load_anchors(path):
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        rows = json.load(f)
+    return {(r["d"], "causal" if r["causal"] else "full", r["s"]): r for r in rows}
+
+
+def summarize(results, anchors):
+    cells = {}
+    for r in results:
+        cells.setdefault((r["d"], r["mask"], r["s"]), {})[r["impl"]] = r
+    lines = ["| d | mask | s | cuDNN | flex | ours det (auto) | ours nondet (auto) | best det schedule "
+             "| ours det / cuDNN | FA3-det / cuDNN (anchor) | det / nondet | auto within 3% "
+             "| workspace MiB | FA3-class MiB |",
+             "|" + "---|" * 14]
+    t = dict(fa3=[0, 0], fa3x11=[0, 0], detnd=[0, 0], auto=[0, 0], mem=[0, 0], bits=[0, 0])
+
+    def tf(c, impl):
+        r = c.get(impl)
+        return r["tflops"] if r and r.get("tflops") else None
+
+    for (d, mask, s) in sorted(cells):
+        c = cells[(d, mask, s)]
+        cudnn, flex = tf(c, "sdpa-cudnn"), tf(c, "flex")
+        det, nondet = tf(c, "dash-auto-det"), tf(c, "dash-auto-nondet")
+        scheds = {k[len("dash-"):-len("-det")]: v["tflops"] for k, v in c.items()
+                  if k.startswith("dash-") and k.endswith("-det") and k != "dash-auto-det"
+                  and v.get("tflops")}
+        best = max(scheds.items(), key=lambda kv: kv[1]) if scheds else None
+        a = anchors.get((d, mask, s), {})
+        fa3r = a["fa3_det"] / a["cudnn"] if a.get("fa3_det") and a.get("cudnn") else None
+        ours_r = det / cudnn if det and cudnn else None
+        ratio = det / nondet if det and nondet else None
+        within = det >= 0.97 * max(best[1], det) if det and best else None
+        b, h = 16384 // s, 2048 // d
+        fa3_mem = 4 * b * h * s * d + 12 * b * h * s
+        ws = c.get("dash-auto-det", {}).get("workspace_bytes")
+        for k, v in c.items():
+            if k.startswith("dash-") and k.endswith("-det"):
+                t["bits"][0] += v.get("bitwise_deterministic") is True
+                t["bits"][1] += 1
+        if s >= 2048 and fa3r is not None and ours_r is not None:
+            t["fa3"][0] += ours_r >= fa3r
+            t["fa3"][1] += 1
+            if d == 128 and mask == "causal" and s >= 8192:
+                t["fa3x11"][0] += ours_r >= 1.1 * fa3r
+                t["fa3x11"][1] += 1
+        if s >= 4096 and ratio is not None:
+            t["detnd"][0] += ratio >= 0.95
+            t["detnd"][1] += 1
+        if within is not None:
+            t["auto"][0] += within
+            t["auto"][1] += 1
+        if ws is not None:
+            t["mem"][0] += ws <= fa3_mem * 1.01
+            t["mem"][1] += 1
+
+        def f(x, fmt="%.1f"):
+            return fmt % x if x is not None else "-"
+        lines.append("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            d, mask, s, f(cudnn), f(flex), f(det), f(nondet),
+            "%.1f (%s)" % (best[1], best[0]) if best else "-", f(ours_r, "%.2f"),
+            f(fa3r, "%.2f"), f(ratio, "%.2f"),
+            "-" if within is None else ("yes" if within else "no"),
+            f(ws / MiB if ws is not None else None, "%.0f"), "%.0f" % (fa3_mem / MiB)))
+    lines.append("")
+    lines.append("Targets (cells meeting / cells measured):")
+    names = [("fa3", "ours det (auto) / cuDNN >= FA3-det / cuDNN (anchor), s >= 2048"),
+             ("fa3x11", ">= 1.1x FA3-det at d=128 causal s >= 8192"),
+             ("detnd", "det / nondet >= 0.95 at s >= 4096"),
+             ("auto", "auto within 3% of the best measured det schedule (target: >= 90%)"),
+             ("mem", "workspace <= FA3-class extra memory"),
+             ("bits", "deterministic runs bitwise equal")]
+    for key, text in names:
+        lines.append("- %s: %d / %d" % (text, t[key][0], t[key][1]))
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--anchors", default=DEFAULT_ANCHORS)
+    args = ap.parse_args()
+    try:
+        with open(args.results) as f:
+            results = json.load(f)["results"]
+    except (OSError, ValueError, KeyError) as e:
+        print("summarize: cannot read %s: %s" % (args.results, e), file=sys.stderr)
+        return 2
+    print(summarize(results, load_anchors(args.anchors)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

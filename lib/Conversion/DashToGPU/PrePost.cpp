@@ -1,0 +1,243 @@
+//===- PrePost.cpp - The preprocess and postprocess kernels ---------------===//
+//
+// dash_bwd_preprocess: dPsum = rowsum(dO * O) and lse_log2 = lse * log2(e)
+// (0 for a fully masked row) per query row, and the zeroed dQ accumulator,
+// dK/dV accumulators and semaphores. dash_bwd_postprocess: dQ = scale *
+// dq_accum, and where the main kernel left them in the workspace, dK =
+// scale * (sum over the query heads of a group), dV = that sum, in a fixed
+// order (deterministic GQA).
+//
+// Both are memory-bound. One warp per row: lane l owns the D/32 contiguous
+// elements l*D/32.. of the row (one vector access per lane, a warp reads a
+// whole row), and the rows are walked by a mixed-radix counter, so the
+// loop runs no division per row.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::dash;
+using namespace mlir::dash::detail;
+
+namespace {
+/// Per-row vector accesses of one kernel: lane `lane` owns columns
+/// [lane * V, lane * V + V) of a D-element row, V = D / 32.
+struct RowAccess {
+  Kernel &k;
+  OpBuilder &b;
+  Location loc;
+  int64_t V;
+  Type elt; // the gradients' / activations' element type
+
+  RowAccess(Kernel &k, int64_t d, Type elt)
+      : k(k), b(k.b), loc(k.loc), V(d / 32), elt(elt) {}
+
+  VectorType vec(Type t) { return VectorType::get({V}, t); }
+  unsigned bytes(Type t) { return V * t.getIntOrFloatBitWidth() / 8; }
+  /// The lane's V elements as f32.
+  Value load(Value mem, ValueRange idx) {
+    Type t = cast<MemRefType>(mem.getType()).getElementType();
+    Value v = vector::LoadOp::create(b, loc, vec(t), mem, idx,
+                                     /*nontemporal=*/false,
+                                     llvm::Align(bytes(t)));
+    if (!t.isF32())
+      v = arith::ExtFOp::create(b, loc, vec(b.getF32Type()), v);
+    return v;
+  }
+  /// Stores V f32 values, rounded to the memref's element type.
+  void store(Value v, Value mem, ValueRange idx) {
+    Type t = cast<MemRefType>(mem.getType()).getElementType();
+    if (!t.isF32())
+      v = arith::TruncFOp::create(b, loc, vec(t), v);
+    vector::StoreOp::create(b, loc, v, mem, idx, /*nontemporal=*/false,
+                            llvm::Align(bytes(t)));
+  }
+  Value splat(Value scalar) {
+    return vector::BroadcastOp::create(b, loc, vec(scalar.getType()), scalar);
+  }
+  Value zeros() {
+    auto t = vec(b.getF32Type());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(t, b.getF32FloatAttr(0.0f)));
+  }
+};
+
+/// One warp per row of the row-major space [d0, d1, d2], grid-stride over
+/// the grid's warps: body(i0, i1, i2, lane). The coordinates advance by
+/// the grid's warp count W as a mixed-radix add (W's digits are computed
+/// once), so no row pays for a division.
+void warpRows(Kernel &k, Value d0, Value d1, Value d2,
+              function_ref<void(Value, Value, Value, Value)> body) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  LoopGen &g = k.g;
+  Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value nb = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Value c32 = g.idx(32), warpsPerCta = g.idx(k.threads / 32);
+  Value lane = g.rem(k.tid, c32);
+  Value first = g.add(g.mul(bid, warpsPerCta), g.div(k.tid, c32));
+  Value W = g.mul(nb, warpsPerCta);
+  Value plane = g.mul(d1, d2), total = g.mul(d0, plane);
+  // An empty space (dk_accum when the main kernel writes dk/dv) must not
+  // reach the divisions below.
+  auto nonEmpty = scf::IfOp::create(b, loc, g.lt(g.idx(0), total), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&nonEmpty.getThenRegion().front());
+  auto digits = [&](Value x) {
+    return SmallVector<Value>{g.div(x, plane), g.rem(g.div(x, d2), d1),
+                              g.rem(x, d2)};
+  };
+  SmallVector<Value> start = digits(first), step = digits(W);
+  scf::ForOp::create(
+      b, loc, first, total, W, start,
+      [&](OpBuilder &nb2, Location, Value, ValueRange at) {
+        OpBuilder::InsertionGuard ig(b);
+        b.setInsertionPoint(nb2.getInsertionBlock(), nb2.getInsertionPoint());
+        body(at[0], at[1], at[2], lane);
+        // digit + step digit + carry-in < 2 * radix: one subtraction wraps.
+        Value carry = g.idx(0);
+        auto addDigit = [&](Value x, Value dx, Value radix) {
+          Value y = g.add(g.add(x, dx), carry);
+          Value wraps = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                              y, radix);
+          carry = arith::SelectOp::create(b, loc, wraps, g.idx(1), g.idx(0));
+          return arith::SelectOp::create(b, loc, wraps, g.sub(y, radix), y)
+              .getResult();
+        };
+        Value i2 = addDigit(at[2], step[2], d2);
+        Value i1 = addDigit(at[1], step[1], d1);
+        Value i0 = g.add(g.add(at[0], step[0]), carry);
+        scf::YieldOp::create(b, loc, ValueRange{i0, i1, i2});
+      });
+}
+
+/// Zeroes a contiguous workspace buffer (identity layout) element by
+/// element over a flat view: no index decomposition.
+void zeroFlat(Kernel &k, Value mem) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  auto type = cast<MemRefType>(mem.getType());
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all[0].push_back(i);
+  Value flat = memref::CollapseShapeOp::create(b, loc, mem, all);
+  Value n = memref::DimOp::create(b, loc, flat, 0);
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(type.getElementType()));
+  k.gridLoop(n, [&](Value e) {
+    memref::StoreOp::create(b, loc, zero, flat, ValueRange{e});
+  });
+}
+} // namespace
+
+void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
+                                         ArrayRef<Type> argTypes, int64_t D,
+                                         int64_t threads) {
+  OpBuilder::InsertionGuard guard(b);
+  auto func = createKernel(b, loc, "dash_bwd_preprocess", argTypes, threads);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Kernel k(b, loc, func, threads);
+  LoopGen &g = k.g;
+  Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
+  RowAccess row(k, D, elt);
+  Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2);
+  // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum.
+  warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
+    Value col = g.mul(lane, g.idx(row.V));
+    Value prod = arith::MulFOp::create(b, loc, row.load(k.arg(kDO), {bb, s, h, col}),
+                                       row.load(k.arg(kO), {bb, s, h, col}));
+    Value part = vector::ExtractOp::create(b, loc, prod, 0);
+    for (int64_t i = 1; i < row.V; ++i)
+      part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
+    // Butterfly: every lane ends with the same, order-fixed sum.
+    for (int32_t off = 16; off >= 1; off /= 2)
+      part = g.add(part, gpu::ShuffleOp::create(b, loc, part, off, 32,
+                                                gpu::ShuffleMode::XOR)
+                             .getShuffleResult());
+    g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                 g.idx(0)),
+           [&] {
+             memref::StoreOp::create(b, loc, part, k.arg(kDPsum),
+                                     ValueRange{bb, h, s});
+             Value l = g.load(k.arg(kLse), {bb, h, s});
+             Value isInf = arith::CmpFOp::create(
+                 b, loc, arith::CmpFPredicate::OEQ, l,
+                 g.f32(-std::numeric_limits<double>::infinity()));
+             Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
+                                                g.mul(l, g.f32(kLog2e)));
+             memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
+                                     ValueRange{bb, h, s});
+           });
+    row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
+  });
+  // dK/dV accumulators: their rows come from their own descriptors (none
+  // when the main kernel writes dk/dv itself).
+  for (Arg acc : {kDkAcc, kDvAcc})
+    warpRows(k, k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
+             [&](Value bb, Value h, Value s, Value lane) {
+               row.store(row.zeros(), k.arg(acc),
+                         {bb, h, s, g.mul(lane, g.idx(row.V))});
+             });
+  zeroFlat(k, k.arg(kSem));
+  gpu::ReturnOp::create(b, loc);
+}
+
+void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
+                                          ArrayRef<Type> argTypes, int64_t D,
+                                          int64_t threads, bool dkdvDirect) {
+  OpBuilder::InsertionGuard guard(b);
+  auto func = createKernel(b, loc, "dash_bwd_postprocess", argTypes, threads);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Kernel k(b, loc, func, threads);
+  LoopGen &g = k.g;
+  Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
+  RowAccess row(k, D, elt);
+  Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
+        Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
+  Value scale = row.splat(k.arg(kScale));
+  warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
+    Value col = g.mul(lane, g.idx(row.V));
+    Value acc = row.load(k.arg(kDqAcc), {bb, h, s, col});
+    row.store(arith::MulFOp::create(b, loc, acc, scale), k.arg(kDq),
+              {bb, s, h, col});
+  });
+  // dK/dV from the per-query-head accumulators; a kernel that writes them
+  // itself (dkdvDirect) does so unless H != H_kv.
+  scf::IfOp gqaOnly;
+  if (dkdvDirect) {
+    gqaOnly = scf::IfOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, H, Hkv),
+        /*withElse=*/false);
+    b.setInsertionPointToStart(&gqaOnly.getThenRegion().front());
+  }
+  Value group = g.div(H, Hkv);
+  warpRows(k, B, Hkv, Sk, [&](Value bb, Value hkv, Value s, Value lane) {
+    Value col = g.mul(lane, g.idx(row.V));
+    Value h0 = g.mul(hkv, group);
+    // Ascending query head: a fixed order.
+    auto sums = scf::ForOp::create(
+        b, loc, g.idx(0), group, g.idx(1), ValueRange{row.zeros(), row.zeros()},
+        [&](OpBuilder &nb, Location, Value gi, ValueRange acc) {
+          OpBuilder::InsertionGuard ig(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value h = g.add(h0, gi);
+          Value dk = arith::AddFOp::create(
+              b, loc, acc[0], row.load(k.arg(kDkAcc), {bb, h, s, col}));
+          Value dv = arith::AddFOp::create(
+              b, loc, acc[1], row.load(k.arg(kDvAcc), {bb, h, s, col}));
+          scf::YieldOp::create(b, loc, ValueRange{dk, dv});
+        });
+    row.store(arith::MulFOp::create(b, loc, sums.getResult(0), scale),
+              k.arg(kDk), {bb, s, hkv, col});
+    row.store(sums.getResult(1), k.arg(kDv), {bb, s, hkv, col});
+  });
+  if (gqaOnly)
+    b.setInsertionPointAfter(gqaOnly);
+  gpu::ReturnOp::create(b, loc);
+}

@@ -1,0 +1,68 @@
+"""bench/summarize.py: the issue-6 table and target counts from a results
+JSON (no torch, no GPU)."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "bench", "summarize.py")
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("summarize", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cell(d, mask, s, rows):
+    out = []
+    for impl, tflops, extra in rows:
+        r = dict(d=d, mask=mask, s=s, impl=impl, tflops=tflops, bitwise_deterministic=True)
+        r.update(extra)
+        out.append(r)
+    return out
+
+
+def _results():
+    b, h = 16384 // 4096, 2048 // 128
+    fa3_mem = 4 * b * h * 4096 * 128 + 12 * b * h * 4096
+    return (
+        # Meets everything: det >= FA3-det/cuDNN (anchor 1.0), det/nondet 0.96,
+        # auto is the best schedule, workspace == FA3-class.
+        _cell(128, "causal", 4096, [
+            ("sdpa-cudnn", 400.0, {}), ("dash-auto-det", 480.0, {"workspace_bytes": fa3_mem}),
+            ("dash-auto-nondet", 500.0, {}), ("dash-descending-det", 470.0, {}),
+            ("dash-spt-det", 300.0, {})])
+        # Misses: slower than FA3-det, det/nondet 0.5, auto 10% below the best
+        # schedule, workspace above FA3-class.
+        + _cell(128, "full", 4096, [
+            ("sdpa-cudnn", 500.0, {}), ("dash-auto-det", 200.0, {"workspace_bytes": 3 * fa3_mem}),
+            ("dash-auto-nondet", 400.0, {}), ("dash-shift-det", 222.3, {})]))
+
+
+ANCHORS = {(128, "causal", 4096): {"fa3_det": 400.0, "cudnn": 400.0},
+           (128, "full", 4096): {"fa3_det": 500.0, "cudnn": 500.0}}
+
+
+def test_targets_are_counted_per_cell():
+    text = _load().summarize(_results(), ANCHORS)
+    assert "| 128 | causal | 4096 | 400.0 | - | 480.0 | 500.0 | 470.0 (descending) | 1.20 | 1.00 | 0.96 | yes |" in text
+    assert "| 128 | full | 4096 | 500.0 | - | 200.0 | 400.0 | 222.3 (shift) | 0.40 | 1.00 | 0.50 | no |" in text
+    assert "s >= 2048: 1 / 2" in text
+    assert "det / nondet >= 0.95 at s >= 4096: 1 / 2" in text
+    assert "(target: >= 90%): 1 / 2" in text
+    assert "workspace <= FA3-class extra memory: 1 / 2" in text
+    assert "deterministic runs bitwise equal: 5 / 5" in text
+
+
+def test_unreadable_results_exit_2(tmp_path):
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps({"no_results": []}))
+    p = subprocess.run([sys.executable, SCRIPT, str(bad)], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "cannot read" in p.stderr
+    assert p.stdout == ""

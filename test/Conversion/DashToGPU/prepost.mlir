@@ -1,0 +1,65 @@
+// The elementwise kernels around the main one: one warp per row, each lane
+// D/32 contiguous elements as one vector access, rows walked by a
+// mixed-radix counter (no division inside the row loops; an empty row space,
+// e.g. dk_accum of a kernel that writes dk/dv itself, skips the divisions).
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D64
+
+// CHECK-LABEL: gpu.func @dash_bwd_preprocess
+// CHECK: %[[NONEMPTY:.*]] = arith.cmpi sgt, %{{.*}}, %c0 : index
+// CHECK-NEXT: scf.if %[[NONEMPTY]] {
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (index, index, index) {
+// CHECK-NOT: arith.divui
+// CHECK-NOT: arith.remui
+// dPsum: dO . O of the lane's 4 elements, then a butterfly over the warp.
+// CHECK: vector.load %arg4[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
+// CHECK: vector.load %arg3[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// Lane 0 writes dPsum and lse_log2; every lane zeroes its part of dq_accum.
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %arg12
+// CHECK: memref.store %{{.*}}, %arg13
+// CHECK: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
+// The counter: digit + step + carry wraps with one subtraction.
+// CHECK: arith.cmpi uge
+// CHECK: arith.select
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : index, index, index
+// dk_accum and dv_accum, then the semaphores.
+// CHECK: vector.store %{{.*}}, %arg10
+// CHECK: vector.store %{{.*}}, %arg11
+// CHECK: memref.collapse_shape %arg14
+// CHECK: gpu.return
+
+// CHECK-LABEL: gpu.func @dash_bwd_postprocess
+// CHECK: scf.for {{.*}} -> (index, index, index) {
+// CHECK-NOT: arith.divui
+// CHECK: vector.load %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 8 : i64}
+// GQA only: the group's query heads in ascending order, dK scaled.
+// CHECK: arith.cmpi ne
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>) {
+// CHECK: vector.load %arg10
+// CHECK: vector.load %arg11
+// CHECK: vector.store %{{.*}}, %arg7
+// CHECK: vector.store %{{.*}}, %arg8
+
+// D64: gpu.func @dash_bwd_preprocess
+// D64: vector.load %arg4[{{.*}}] {alignment = 4 : i64} : memref<?x?x?x64xbf16, {{.*}}>, vector<2xbf16>
+// D64: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
+// D64: gpu.func @dash_bwd_postprocess
+// D64: vector.load %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
+!act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
+               %dq: !act, %dk: !act, %dv: !act) {
+  dash.attention_bwd %q, %k, %v, %o, %do, %lse outs(%dq, %dk, %dv : !act, !act, !act)
+      mask = causal align = bottom_right scale = 1.0 deterministic = true
+      : !act, !act, !act, !act, !act, !lse
+  return
+}
