@@ -677,11 +677,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           qd = qDesc(kQ, buf);
           od = qDesc(kDO, buf);
+          // Tensor-core order: dV, dQ, dK. dQ is waited for alone
+          // (wait_group 1), so its hand-off to the reducer (staging store,
+          // barriers) runs while dK is still on the tensor cores.
           for (int64_t kk = 0; kk < bm / 16; ++kk) {
-            ArrayRef<Value> aP(pA.data() + 4 * kk, 4), aS(dsA.data() + 4 * kk, 4);
+            ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
             accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
-            accK = w.wgmmaRS(accK, aS, w.descAt(qd, kk * 16 * 128), D);
           }
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           w.barSync(kBarMma, kMmaThreads);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value dq = w.freshAcc(dqN);
@@ -691,7 +694,12 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                          w.descAt(kB, kk * 16 * 128), dqN, true, true,
                          kk == 0);
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          for (int64_t kk = 0; kk < bm / 16; ++kk) {
+            ArrayRef<Value> aS(dsA.data() + 4 * kk, 4);
+            accK = w.wgmmaRS(accK, aS, w.descAt(qd, kk * 16 * 128), D);
+          }
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
 
           // Hand the dQ partial to the reducer (staging buffer of hand-off
           // first + step).
@@ -715,6 +723,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           }
           w.fenceAsyncShared();
           w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);
+          // dK done: its B (this step's Q buffer) is refilled two steps on.
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           scf::YieldOp::create(b, loc, ValueRange{accV, accK});
           tid = tidMma;
           w.base = baseMma;

@@ -51,19 +51,26 @@
 // dS^T is visible to wgmma (for dQ); P^T and dS^T also stay in registers.
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
-// dV += P^T dO and dK += dS^T Q: A from registers (inline PTX, 4 b32
-// words), N-major B (dO, Q), D = 128 columns.
-// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
+// Tensor-core order dV, dQ, dK (three groups). dV += P^T dO: A from
+// registers (inline PTX, 4 b32 words), N-major B (dO), D = 128 columns.
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // dQ = dS K after both warpgroups' dS^T: M-major A, N-major B.
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// dK += dS^T Q (register A, N-major Q); then wait for dV and dQ only: the
+// dQ hand-off below overlaps dK, which is waited for at the end of the step.
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // Staging buffer j = hand-off % 2 free (EMPTY, barrier 2 + 6j) -> store the
 // partial -> FULL (barrier 3 + 6j).
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // The item's epilogue: without GQA (H == H_kv) dV and scale * dK go to dv/dk
 // as bf16 pairs (no f32 workspace); with GQA to the per-query-head f32
 // accumulators the postprocess sums.
