@@ -33,6 +33,9 @@ except ImportError:  # pragma: no cover
 
 import dash_attn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_results import plot  # noqa: E402  (torch-free, also a CLI)
+
 POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
 
@@ -151,32 +154,6 @@ def run_cell(d, mask, s, args, results):
             extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
                          resolved_policy=info["policy"], num_units=info["num_units"])
             record("dash-%s-%s" % (pol, "det" if det else "nondet"), ms, eq, extra)
-
-
-def plot(results, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("bench: matplotlib missing, no plot")
-        return
-    cells = sorted({(r["d"], r["mask"]) for r in results})
-    fig, axes = plt.subplots(1, len(cells), figsize=(5 * len(cells), 4), squeeze=False)
-    for ax, (d, mask) in zip(axes[0], cells):
-        impls = sorted({r["impl"] for r in results if r["d"] == d and r["mask"] == mask})
-        for impl in impls:
-            pts = sorted((r["s"], r["tflops"]) for r in results
-                         if r["d"] == d and r["mask"] == mask and r["impl"] == impl and r["tflops"])
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=impl)
-        ax.set_xscale("log", base=2)
-        ax.set_title("d=%d %s" % (d, mask))
-        ax.set_xlabel("seqlen")
-        ax.set_ylabel("TFLOP/s (bwd)")
-        ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 def main():
