@@ -134,110 +134,118 @@ void zeroFlat(Kernel &k, Value mem) {
     memref::StoreOp::create(b, loc, zero, flat, ValueRange{e});
   });
 }
+
+/// A kernel of the row-wise kind: `body` fills it, given the kernel context
+/// and the lanes' row accesses (vectors of the activations' element type).
+void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
+                    ArrayRef<Type> argTypes, int64_t D, int64_t threads,
+                    function_ref<void(Kernel &, RowAccess &)> body) {
+  OpBuilder::InsertionGuard guard(b);
+  auto func = createKernel(b, loc, name, argTypes, threads);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Kernel k(b, loc, func, threads);
+  RowAccess row(k, D, cast<MemRefType>(argTypes[kQ]).getElementType());
+  body(k, row);
+  gpu::ReturnOp::create(b, loc);
+}
 } // namespace
 
 void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                                          ArrayRef<Type> argTypes, int64_t D,
                                          int64_t threads) {
-  OpBuilder::InsertionGuard guard(b);
-  auto func = createKernel(b, loc, "dash_bwd_preprocess", argTypes, threads);
-  b.setInsertionPointToStart(&func.getBody().front());
-  Kernel k(b, loc, func, threads);
-  LoopGen &g = k.g;
-  Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
-  RowAccess row(k, D, elt);
-  Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2);
-  // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum.
-  warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
-    Value col = g.mul(lane, g.idx(row.V));
-    Value prod = arith::MulFOp::create(b, loc, row.load(k.arg(kDO), {bb, s, h, col}),
-                                       row.load(k.arg(kO), {bb, s, h, col}));
-    Value part = vector::ExtractOp::create(b, loc, prod, 0);
-    for (int64_t i = 1; i < row.V; ++i)
-      part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
-    // Butterfly: every lane ends with the same, order-fixed sum.
-    for (int32_t off = 16; off >= 1; off /= 2)
-      part = g.add(part, gpu::ShuffleOp::create(b, loc, part, off, 32,
-                                                gpu::ShuffleMode::XOR)
-                             .getShuffleResult());
-    g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                 g.idx(0)),
-           [&] {
-             memref::StoreOp::create(b, loc, part, k.arg(kDPsum),
-                                     ValueRange{bb, h, s});
-             Value l = g.load(k.arg(kLse), {bb, h, s});
-             Value isInf = arith::CmpFOp::create(
-                 b, loc, arith::CmpFPredicate::OEQ, l,
-                 g.f32(-std::numeric_limits<double>::infinity()));
-             Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
-                                                g.mul(l, g.f32(kLog2e)));
-             memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
-                                     ValueRange{bb, h, s});
-           });
-    row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
-  });
-  // dK/dV accumulators: their rows come from their own descriptors (none
-  // when the main kernel writes dk/dv itself).
-  for (Arg acc : {kDkAcc, kDvAcc})
-    warpRows(k, k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
-             [&](Value bb, Value h, Value s, Value lane) {
-               row.store(row.zeros(), k.arg(acc),
-                         {bb, h, s, g.mul(lane, g.idx(row.V))});
+  auto body = [&](Kernel &k, RowAccess &row) {
+    LoopGen &g = k.g;
+    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2);
+    // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum.
+    warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
+      Value col = g.mul(lane, g.idx(row.V));
+      Value prod =
+          arith::MulFOp::create(b, loc, row.load(k.arg(kDO), {bb, s, h, col}),
+                                row.load(k.arg(kO), {bb, s, h, col}));
+      Value part = vector::ExtractOp::create(b, loc, prod, 0);
+      for (int64_t i = 1; i < row.V; ++i)
+        part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
+      // Butterfly: every lane ends with the same, order-fixed sum.
+      for (int32_t off = 16; off >= 1; off /= 2)
+        part = g.add(part, gpu::ShuffleOp::create(b, loc, part, off, 32,
+                                                  gpu::ShuffleMode::XOR)
+                               .getShuffleResult());
+      g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                   g.idx(0)),
+             [&] {
+               memref::StoreOp::create(b, loc, part, k.arg(kDPsum),
+                                       ValueRange{bb, h, s});
+               Value l = g.load(k.arg(kLse), {bb, h, s});
+               Value isInf = arith::CmpFOp::create(
+                   b, loc, arith::CmpFPredicate::OEQ, l,
+                   g.f32(-std::numeric_limits<double>::infinity()));
+               Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
+                                                  g.mul(l, g.f32(kLog2e)));
+               memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
+                                       ValueRange{bb, h, s});
              });
-  zeroFlat(k, k.arg(kSem));
-  gpu::ReturnOp::create(b, loc);
+      row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
+    });
+    // dK/dV accumulators: their rows come from their own descriptors (none
+    // when the main kernel writes dk/dv itself).
+    for (Arg acc : {kDkAcc, kDvAcc})
+      warpRows(k, k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
+               [&](Value bb, Value h, Value s, Value lane) {
+                 row.store(row.zeros(), k.arg(acc),
+                           {bb, h, s, g.mul(lane, g.idx(row.V))});
+               });
+    zeroFlat(k, k.arg(kSem));
+  };
+  buildRowKernel(b, loc, "dash_bwd_preprocess", argTypes, D, threads, body);
 }
 
 void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
                                           ArrayRef<Type> argTypes, int64_t D,
                                           int64_t threads, bool dkdvDirect) {
-  OpBuilder::InsertionGuard guard(b);
-  auto func = createKernel(b, loc, "dash_bwd_postprocess", argTypes, threads);
-  b.setInsertionPointToStart(&func.getBody().front());
-  Kernel k(b, loc, func, threads);
-  LoopGen &g = k.g;
-  Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
-  RowAccess row(k, D, elt);
-  Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
-        Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
-  Value scale = row.splat(k.arg(kScale));
-  warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
-    Value col = g.mul(lane, g.idx(row.V));
-    Value acc = row.load(k.arg(kDqAcc), {bb, h, s, col});
-    row.store(arith::MulFOp::create(b, loc, acc, scale), k.arg(kDq),
-              {bb, s, h, col});
-  });
-  // dK/dV from the per-query-head accumulators; a kernel that writes them
-  // itself (dkdvDirect) does so unless H != H_kv.
-  scf::IfOp gqaOnly;
-  if (dkdvDirect) {
-    gqaOnly = scf::IfOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, H, Hkv),
-        /*withElse=*/false);
-    b.setInsertionPointToStart(&gqaOnly.getThenRegion().front());
-  }
-  Value group = g.div(H, Hkv);
-  warpRows(k, B, Hkv, Sk, [&](Value bb, Value hkv, Value s, Value lane) {
-    Value col = g.mul(lane, g.idx(row.V));
-    Value h0 = g.mul(hkv, group);
-    // Ascending query head: a fixed order.
-    auto sums = scf::ForOp::create(
-        b, loc, g.idx(0), group, g.idx(1), ValueRange{row.zeros(), row.zeros()},
-        [&](OpBuilder &nb, Location, Value gi, ValueRange acc) {
-          OpBuilder::InsertionGuard ig(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value h = g.add(h0, gi);
-          Value dk = arith::AddFOp::create(
-              b, loc, acc[0], row.load(k.arg(kDkAcc), {bb, h, s, col}));
-          Value dv = arith::AddFOp::create(
-              b, loc, acc[1], row.load(k.arg(kDvAcc), {bb, h, s, col}));
-          scf::YieldOp::create(b, loc, ValueRange{dk, dv});
-        });
-    row.store(arith::MulFOp::create(b, loc, sums.getResult(0), scale),
-              k.arg(kDk), {bb, s, hkv, col});
-    row.store(sums.getResult(1), k.arg(kDv), {bb, s, hkv, col});
-  });
-  if (gqaOnly)
-    b.setInsertionPointAfter(gqaOnly);
-  gpu::ReturnOp::create(b, loc);
+  auto body = [&](Kernel &k, RowAccess &row) {
+    LoopGen &g = k.g;
+    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
+          Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
+    Value scale = row.splat(k.arg(kScale));
+    warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
+      Value col = g.mul(lane, g.idx(row.V));
+      Value acc = row.load(k.arg(kDqAcc), {bb, h, s, col});
+      row.store(arith::MulFOp::create(b, loc, acc, scale), k.arg(kDq),
+                {bb, s, h, col});
+    });
+    // dK/dV from the per-query-head accumulators; a kernel that writes them
+    // itself (dkdvDirect) does so unless H != H_kv.
+    scf::IfOp gqaOnly;
+    if (dkdvDirect) {
+      Value gqa =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, H, Hkv);
+      gqaOnly = scf::IfOp::create(b, loc, gqa, /*withElse=*/false);
+      b.setInsertionPointToStart(&gqaOnly.getThenRegion().front());
+    }
+    Value group = g.div(H, Hkv);
+    warpRows(k, B, Hkv, Sk, [&](Value bb, Value hkv, Value s, Value lane) {
+      Value col = g.mul(lane, g.idx(row.V));
+      Value h0 = g.mul(hkv, group);
+      // Ascending query head: a fixed order.
+      auto sums = scf::ForOp::create(
+          b, loc, g.idx(0), group, g.idx(1),
+          ValueRange{row.zeros(), row.zeros()},
+          [&](OpBuilder &nb, Location, Value gi, ValueRange acc) {
+            OpBuilder::InsertionGuard ig(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            Value h = g.add(h0, gi);
+            Value dk = arith::AddFOp::create(
+                b, loc, acc[0], row.load(k.arg(kDkAcc), {bb, h, s, col}));
+            Value dv = arith::AddFOp::create(
+                b, loc, acc[1], row.load(k.arg(kDvAcc), {bb, h, s, col}));
+            scf::YieldOp::create(b, loc, ValueRange{dk, dv});
+          });
+      row.store(arith::MulFOp::create(b, loc, sums.getResult(0), scale),
+                k.arg(kDk), {bb, s, hkv, col});
+      row.store(sums.getResult(1), k.arg(kDv), {bb, s, hkv, col});
+    });
+    if (gqaOnly)
+      b.setInsertionPointAfter(gqaOnly);
+  };
+  buildRowKernel(b, loc, "dash_bwd_postprocess", argTypes, D, threads, body);
 }
