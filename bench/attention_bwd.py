@@ -64,6 +64,18 @@ def bits_equal(fn, repeats):
     return all(digest(fn()) == first for _ in range(repeats - 1))
 
 
+_PTXAS = {}
+
+
+def ptxas_report(kernel):
+    """The AOT step's ptxas report of the kernel's main entry (registers,
+    spill stores/loads, stack), from its manifest."""
+    if kernel not in _PTXAS:
+        with open(os.path.join(dash_attn.kernel_dir(), kernel + ".json")) as f:
+            _PTXAS[kernel] = json.load(f).get("ptxas", {}).get("main")
+    return _PTXAS[kernel]
+
+
 def run_cell(d, mask, s, args, results):
     b, h = 16384 // s, 2048 // d
     causal = mask == "causal"
@@ -152,7 +164,8 @@ def run_cell(d, mask, s, args, results):
                 q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
                 scale=scale, deterministic=det, schedule=pol, layout="bhsd")
             extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
-                         resolved_policy=info["policy"], num_units=info["num_units"])
+                         resolved_policy=info["policy"], num_units=info["num_units"],
+                         ptxas_main=ptxas_report(info["kernel"]))
             record("dash-%s-%s" % (pol, "det" if det else "nondet"), ms, eq, extra)
 
 
