@@ -25,7 +25,7 @@ const RoleInfo kRoles[] = {
     {"dO", 4},       {"lse", 3},      {"dq", 4},       {"dk", 4},
     {"dv", 4},       {"dq_accum", 4}, {"dk_accum", 4}, {"dv_accum", 4},
     {"dpsum", 3},    {"lse_log2", 3}, {"semaphores", 3}, {"scale", 0},
-    {"debug", 1}};
+    {"debug", 1},    {"tensor_maps", 1}};
 static_assert(sizeof(kRoles) / sizeof(kRoles[0]) == size_t(Role::NumRoles),
               "one entry per role");
 
@@ -214,7 +214,8 @@ std::string parseManifest(const std::string &text, const std::string &path,
         return at + ": unknown element type \"" + e + "\"";
       Elt want = p.role <= Role::DV && p.role != Role::Lse ? m.dtype
                  : p.role == Role::Semaphores              ? Elt::I32
-                 : p.role == Role::Debug                   ? Elt::I64
+                 : p.role == Role::Debug ||
+                           p.role == Role::TensorMaps              ? Elt::I64
                                                            : Elt::F32;
       if (p.elt != want)
         return at + ": \"" + p.name + "\" must have elt \"" + eltName(want) +
@@ -229,6 +230,11 @@ std::string parseManifest(const std::string &text, const std::string &path,
     if (!seen[int(r)])
       return std::string("params: missing required parameter \"") +
              roleName(r) + "\"";
+
+  // TMA boxes are 64-element panels (128 B, the 128B swizzle) of Q/dO/K/V.
+  if (m.usesTensorMaps() && m.headDim % 64 != 0)
+    return "params: \"tensor_maps\" needs a head dim that is a multiple of 64, "
+           "got " + std::to_string(m.headDim);
 
   if (const json::Value *direct = root.get("dkdv_direct")) {
     if (!direct->isBool())
@@ -297,6 +303,13 @@ bool readFile(const std::string &path, std::string &out) {
 }
 
 } // namespace dash::rt
+
+bool dash::rt::Manifest::usesTensorMaps() const {
+  for (const Param &p : params)
+    if (p.role == Role::TensorMaps)
+      return true;
+  return false;
+}
 
 bool dash::rt::Manifest::hasDebugRecord() const {
   for (const Param &p : params)

@@ -312,30 +312,50 @@ struct WsLayout {
   bool ok = false;
 };
 
+/// What a kernel (or the union of the candidate kernels) needs from the
+/// workspace beyond the shape.
+struct WsKernel {
+  int64_t blockM = 1, blockN = 1;
+  bool dkdvDirect = false; // dk/dv written by the kernel when Hq == Hkv
+  bool tensorMaps = false; // room for the CUtensorMaps of q, k, v, dO
+};
+WsKernel wsKernel(const Manifest &m) {
+  return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps()};
+}
+
+/// The four maps (q, k, v, dO), 128 bytes each, in i64 words.
+constexpr int64_t kTensorMaps = 4;
+constexpr int64_t kTensorMapWords = sizeof(CUtensorMap) / sizeof(int64_t);
+static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
+
 // Buffers per query head (GQA reduces dk/dv over the group in postprocess).
 // Each buffer gets one extra tile of slack so a full-tile access at a ragged
 // end stays inside the allocation. dkdvDirect (the kernel writes dk/dv when
 // H_q == H_kv): dk_accum/dv_accum get no rows then.
-WsLayout workspaceLayout(const Shape &s, int64_t blockM, int64_t blockN,
-                         bool dkdvDirect) {
+WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
   WsLayout w;
-  int64_t M = (s.Sq + blockM - 1) / blockM;
-  const bool noDkDv = dkdvDirect && s.Hq == s.Hkv;
-  const int64_t kvRows = noDkDv ? 0 : s.Sk, kvSlack = noDkDv ? 0 : blockN * s.D;
+  int64_t M = (s.Sq + k.blockM - 1) / k.blockM;
+  const bool noDkDv = k.dkdvDirect && s.Hq == s.Hkv;
+  const int64_t kvRows = noDkDv ? 0 : s.Sk,
+                kvSlack = noDkDv ? 0 : k.blockN * s.D;
   struct Buf {
     Role role;
     int64_t dims[4];
     int rank;
     int64_t slack; // elements
+    int64_t eltBytes;
   };
-  const Buf bufs[] = {
-      {Role::DQAccum, {s.B, s.Hq, s.Sq, s.D}, 4, blockM * s.D},
-      {Role::DKAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack},
-      {Role::DVAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack},
-      {Role::DPSum, {s.B, s.Hq, s.Sq, 0}, 3, blockM},
-      {Role::LseLog2, {s.B, s.Hq, s.Sq, 0}, 3, blockM},
-      {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, 0},
+  std::vector<Buf> bufs = {
+      {Role::DQAccum, {s.B, s.Hq, s.Sq, s.D}, 4, k.blockM * s.D, 4},
+      {Role::DKAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
+      {Role::DVAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
+      {Role::DPSum, {s.B, s.Hq, s.Sq, 0}, 3, k.blockM, 4},
+      {Role::LseLog2, {s.B, s.Hq, s.Sq, 0}, 3, k.blockM, 4},
+      {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, 0, 4},
   };
+  if (k.tensorMaps)
+    bufs.push_back({Role::TensorMaps, {kTensorMaps * kTensorMapWords, 0, 0, 0},
+                    1, 0, 8});
   int64_t off = 0;
   for (const Buf &b : bufs) {
     int64_t n = 1;
@@ -346,7 +366,7 @@ WsLayout workspaceLayout(const Shape &s, int64_t blockM, int64_t blockN,
     }
     int64_t bytes;
     if (__builtin_add_overflow(n, b.slack, &n) ||
-        __builtin_mul_overflow(n, int64_t(4), &bytes) ||
+        __builtin_mul_overflow(n, b.eltBytes, &bytes) ||
         bytes > (int64_t(1) << 50))
       return w;
     w.offset[int(b.role)] = off;
@@ -640,14 +660,16 @@ dash_status prepare(dash_runtime *rt, const dash_bwd_args *a, Plan &plan) {
     return st;
   if (dash_status st = selectCandidates(rt, a, plan.shape, plan.candidates))
     return st;
-  int64_t bm = 1, bn = 1;
-  bool direct = true; // the layout must serve every candidate
+  WsKernel all; // the layout must serve every candidate
+  all.dkdvDirect = true;
   for (int k : plan.candidates) {
-    bm = std::max(bm, rt->kernels[k].blockM);
-    bn = std::max(bn, rt->kernels[k].blockN);
-    direct = direct && rt->kernels[k].dkdvDirect;
+    WsKernel one = wsKernel(rt->kernels[k]);
+    all.blockM = std::max(all.blockM, one.blockM);
+    all.blockN = std::max(all.blockN, one.blockN);
+    all.dkdvDirect = all.dkdvDirect && one.dkdvDirect;
+    all.tensorMaps = all.tensorMaps || one.tensorMaps;
   }
-  plan.ws = workspaceLayout(plan.shape, bm, bn, direct);
+  plan.ws = workspaceLayout(plan.shape, all);
   if (!plan.ws.ok)
     return fail(DASH_ERROR_INVALID_ARGUMENT,
                 "problem too large: workspace size overflows");
@@ -671,7 +693,7 @@ void fillInfo(dash_runtime *rt, const Plan &plan, dash_bwd_info *info) {
   info->num_sms = plan.numSMs;
   if (plan.kernel >= 0) {
     const Manifest &m = rt->kernels[plan.kernel];
-    WsLayout ws = workspaceLayout(plan.shape, m.blockM, m.blockN, m.dkdvDirect);
+    WsLayout ws = workspaceLayout(plan.shape, wsKernel(m));
     info->workspace_bytes = ws.total;
     info->block_m = int32_t(m.blockM);
     info->block_n = int32_t(m.blockN);
@@ -885,6 +907,42 @@ void packParams(const Manifest &m, const dash_bwd_args *a, const WsLayout &ws,
     pushMemref(pp, uint64_t(wsBase + CUdeviceptr(ws.offset[int(p.role)])),
                p.rank, sz, strides);
   }
+}
+
+// Q, K, V, dO as 4-D tiled TMA maps over their [B, S, H, D] views (the
+// driver wants the innermost dimension first: D, S, H, B; strides of the
+// outer three in bytes; the runtime's stride rules keep them multiples of
+// 16). Box: 64 columns (one 128-byte panel of the 128B swizzle the kernels'
+// shared tiles use) x the kernel's Q or KV tile rows; rows past S read as
+// zeros.
+dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
+                             const dash_bwd_args *a, CUtensorMap *out) {
+  const dash_tensor *ts[kTensorMaps] = {&a->q, &a->k, &a->v, &a->dO};
+  const char *names[kTensorMaps] = {"q", "k", "v", "dO"};
+  const int64_t rows[kTensorMaps] = {m.blockM, m.blockN, m.blockN, m.blockM};
+  const CUtensorMapDataType type = a->q.dtype == DASH_DTYPE_BF16
+                                       ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const cuuint64_t eltBytes = 2;
+  for (int i = 0; i < kTensorMaps; ++i) {
+    const dash_tensor &t = *ts[i];
+    cuuint64_t dims[4] = {cuuint64_t(t.shape[3]), cuuint64_t(t.shape[1]),
+                          cuuint64_t(t.shape[2]), cuuint64_t(t.shape[0])};
+    cuuint64_t strides[3] = {cuuint64_t(t.strides[1]) * eltBytes,
+                             cuuint64_t(t.strides[2]) * eltBytes,
+                             cuuint64_t(t.strides[0]) * eltBytes};
+    cuuint32_t box[4] = {64, cuuint32_t(rows[i]), 1, 1};
+    cuuint32_t unit[4] = {1, 1, 1, 1};
+    CUresult r = rt->drv.cuTensorMapEncodeTiled(
+        &out[i], type, 4, t.data, dims, strides, box, unit,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      return fail(DASH_ERROR_DRIVER,
+                  rt->drv.describe("cuTensorMapEncodeTiled", r) + " for '" +
+                      names[i] + "' of " + m.name);
+  }
+  return DASH_SUCCESS;
 }
 
 int64_t gridStride(int64_t work, int64_t threads, int numSMs) {
@@ -1113,13 +1171,24 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
     return st;
   const Manifest &m = rt->kernels[plan.kernel];
   const CtxKernel &ck = ctx->kernels[plan.kernel];
-  WsLayout ws = workspaceLayout(plan.shape, m.blockM, m.blockN, m.dkdvDirect);
+  WsLayout ws = workspaceLayout(plan.shape, wsKernel(m));
   // 4. Workspace (the preprocess kernel zeroes what it needs).
   CUdeviceptr wsBase = 0;
   if (dash_status st = ensureWorkspace(rt, *ctx, stream, ws.total, wsBase))
     return st;
   if (rt->debug)
     DRV(rt->drv.cuMemsetD8Async(wsBase, 0, size_t(ws.total), stream), "");
+  // TMA kernels read their tensor maps from the workspace (stream-ordered
+  // before the launches; pageable source: staged by the call).
+  if (m.usesTensorMaps()) {
+    CUtensorMap maps[kTensorMaps];
+    if (dash_status st = encodeTensorMaps(rt, m, args, maps))
+      return st;
+    DRV(rt->drv.cuMemcpyHtoDAsync(
+            wsBase + CUdeviceptr(ws.offset[int(Role::TensorMaps)]), maps,
+            sizeof maps, stream),
+        " (tensor maps)");
+  }
   // 5. Launch.
   const bool debugKernel = m.hasDebugRecord();
   if (debugKernel) {

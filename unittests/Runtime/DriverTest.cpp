@@ -7,23 +7,22 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MockCuda.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <cuda.h>
 #include <dlfcn.h>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
 using namespace dash_test;
 
-struct MockLaunch {
-  std::string function;
-  unsigned grid, block, smem;
-  void *stream;
-  std::vector<uint64_t> params;
-};
 
 namespace {
 
@@ -68,6 +67,8 @@ struct Mock {
   int (*syncs)() = nullptr;
   const std::vector<MockLaunch> *(*launches)() = nullptr;
   const std::vector<std::pair<std::string, int>> *(*smemAttrs)() = nullptr;
+  const std::vector<MockTensorMap> *(*tensorMaps)() = nullptr;
+  const std::vector<std::pair<CUdeviceptr, size_t>> *(*copiesHtoD)() = nullptr;
   bool open() {
     h = dlopen(DASH_MOCK_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
     if (!h)
@@ -79,7 +80,10 @@ struct Mock {
     syncs = reinterpret_cast<decltype(syncs)>(dlsym(h, "mock_syncs"));
     launches = reinterpret_cast<decltype(launches)>(dlsym(h, "mock_launches"));
     smemAttrs = reinterpret_cast<decltype(smemAttrs)>(dlsym(h, "mock_smem_attrs"));
-    return reset && failLaunch && initCalls && memsets && syncs && launches && smemAttrs;
+    tensorMaps = reinterpret_cast<decltype(tensorMaps)>(dlsym(h, "mock_tensor_maps"));
+    copiesHtoD = reinterpret_cast<decltype(copiesHtoD)>(dlsym(h, "mock_copies_htod"));
+    return reset && failLaunch && initCalls && memsets && syncs && launches && smemAttrs &&
+           tensorMaps && copiesHtoD;
   }
 };
 
@@ -177,6 +181,97 @@ TEST_F(MockDriverTest, LaunchesThreeKernelsWithThePackedAbi) {
   EXPECT_EQ(scale, a.scale);
   // Production mode does not zero the workspace (preprocess does).
   EXPECT_EQ(mock.memsets(), 0);
+}
+
+// A kernel whose manifest lists `tensor_maps` (TMA loads of q, k, v, dO):
+// the runtime encodes the four maps for the call's tensors and copies them
+// into the workspace before the launches.
+TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
+  Mock mock;
+  ASSERT_TRUE(mock.open()) << dlerror();
+  char tmpl[] = "/tmp/dash-rt-tmaXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, name = "d128_causal_br_descending_det";
+  std::ifstream in(kernelDir() + "/" + name + ".json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string scale = "\"name\": \"scale\",";
+  size_t at = text.find(scale);
+  ASSERT_NE(at, std::string::npos);
+  at = text.find('}', at);
+  text.insert(at + 1, ", {\"name\": \"tensor_maps\", \"kind\": \"memref\", \"rank\": 1, "
+                      "\"elt\": \"i64\"}");
+  std::ofstream(dir + "/" + name + ".json") << text;
+  {
+    std::ifstream cubin(kernelDir() + "/" + name + ".cubin", std::ios::binary);
+    std::ofstream(dir + "/" + name + ".cubin", std::ios::binary) << cubin.rdbuf();
+  }
+  mock.reset(132, 1, kSlots + 5); // + the rank-1 tensor_maps descriptor
+  dash_runtime *rt = nullptr;
+  ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
+      << dash_runtime_last_error(nullptr);
+  const int64_t B = 2, Sq = 256, Sk = 320, H = 4, Hkv = 2, D = 128;
+  dash_bwd_args a = makeArgs(B, Sq, Sk, H, Hkv, D);
+  // BHSD strides on k: the map takes them verbatim (in bytes).
+  a.k.strides[0] = Hkv * Sk * D;
+  a.k.strides[1] = D;
+  a.k.strides[2] = Sk * D;
+  dash_bwd_info info;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, &info), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
+
+  const auto &maps = *mock.tensorMaps();
+  ASSERT_EQ(maps.size(), 4u);
+  const dash_tensor *ts[4] = {&a.q, &a.k, &a.v, &a.dO};
+  const unsigned rows[4] = {64, 64, 64, 64}; // the fixture's block_m, block_n
+  for (int i = 0; i < 4; ++i) {
+    const MockTensorMap &t = maps[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(t.type, int(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16));
+    EXPECT_EQ(t.rank, 4u);
+    EXPECT_EQ(t.address, ts[i]->data);
+    // Innermost first: D, S, H, B; outer strides in bytes.
+    EXPECT_EQ(t.dims[0], uint64_t(D));
+    EXPECT_EQ(t.dims[1], uint64_t(ts[i]->shape[1]));
+    EXPECT_EQ(t.dims[2], uint64_t(ts[i]->shape[2]));
+    EXPECT_EQ(t.dims[3], uint64_t(B));
+    EXPECT_EQ(t.strides[0], uint64_t(ts[i]->strides[1] * 2));
+    EXPECT_EQ(t.strides[1], uint64_t(ts[i]->strides[2] * 2));
+    EXPECT_EQ(t.strides[2], uint64_t(ts[i]->strides[0] * 2));
+    EXPECT_EQ(t.box[0], 64u); // one 128-byte swizzle panel
+    EXPECT_EQ(t.box[1], rows[i]);
+    EXPECT_EQ(t.box[2], 1u);
+    EXPECT_EQ(t.box[3], 1u);
+    EXPECT_EQ(t.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
+    EXPECT_EQ(t.interleave, int(CU_TENSOR_MAP_INTERLEAVE_NONE));
+    EXPECT_EQ(t.oob, int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)); // zeros past S
+  }
+  EXPECT_EQ(maps[1].dims[1], uint64_t(Sk));
+  EXPECT_EQ(maps[1].strides[0], uint64_t(D * 2)); // BHSD k: S stride = D
+
+  // The kernels get a rank-1 i64 descriptor (last parameter) over the
+  // workspace copy of the four maps, in the order q, k, v, dO.
+  const std::vector<uint64_t> &P = (*mock.launches())[1].params;
+  ASSERT_EQ(P.size(), size_t(kSlots + 5));
+  const uint64_t tm = P[kSlots]; // after scale
+  EXPECT_EQ(P[kSlots + 1], tm);
+  EXPECT_EQ(P[kSlots + 3], 64u); // 4 maps x 16 words
+  EXPECT_EQ(P[kSlots + 4], 1u);
+  EXPECT_EQ(tm % 256, 0u);
+  const auto &copies = *mock.copiesHtoD();
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].first, CUdeviceptr(tm));
+  EXPECT_EQ(copies[0].second, 4 * sizeof(CUtensorMap));
+  for (int i = 0; i < 4; ++i) { // the mock writes {address, call index}
+    const uint64_t *w = reinterpret_cast<const uint64_t *>(tm) + 16 * i;
+    EXPECT_EQ(w[0], uint64_t(reinterpret_cast<uintptr_t>(ts[i]->data)));
+    EXPECT_EQ(w[1], uint64_t(i));
+  }
+  // The maps live inside the workspace the call reports.
+  EXPECT_GE(info.workspace_bytes, 512);
+  dash_runtime_destroy(rt);
+  std::remove((dir + "/" + name + ".json").c_str());
+  std::remove((dir + "/" + name + ".cubin").c_str());
+  rmdir(dir.c_str());
 }
 
 TEST_F(MockDriverTest, RequestedGridSizeAndItsLimit) {

@@ -121,6 +121,24 @@ TEST(Manifest, ParsesFixture) {
   EXPECT_EQ(m.configString(), "d128 bf16 causal bottom_right descending det");
 }
 
+// The fixture with a `tensor_maps` parameter appended (TMA kernels).
+std::string withTensorMaps(const std::string &good, const char *elt, int rank) {
+  return replaced(good, "\"kind\": \"f32\"\n  }",
+                  std::string("\"kind\": \"f32\"\n  }, {\"name\": \"tensor_maps\", "
+                              "\"kind\": \"memref\", \"rank\": ") +
+                      std::to_string(rank) + ", \"elt\": \"" + elt + "\"}");
+}
+
+TEST(Manifest, TensorMapsParameter) {
+  Manifest m;
+  ASSERT_EQ(parseManifest(withTensorMaps(readText(goodPath()), "i64", 1), "x.json", m), "");
+  EXPECT_TRUE(m.usesTensorMaps());
+  EXPECT_EQ(m.params.back().role, Role::TensorMaps);
+  Manifest plain;
+  ASSERT_EQ(parseManifest(readText(goodPath()), "x.json", plain), "");
+  EXPECT_FALSE(plain.usesTensorMaps());
+}
+
 TEST(Manifest, MalformedFieldsAreNamed) {
   const std::string good = readText(goodPath());
   struct Case {
@@ -156,6 +174,10 @@ TEST(Manifest, MalformedFieldsAreNamed) {
        "\"model.tie\""},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dkdv_direct\": 1"),
        "\"dkdv_direct\" must be true or false"},
+      {withTensorMaps(good, "i64", 2), "\"tensor_maps\" must have rank 1"},
+      {withTensorMaps(good, "f32", 1), "\"tensor_maps\" must have elt \"i64\""},
+      {replaced(withTensorMaps(good, "i64", 1), "\"head_dim\": 128", "\"head_dim\": 96"),
+       "\"tensor_maps\" needs a head dim that is a multiple of 64"},
       {"[1, 2]", "top level must be an object"},
       {"", "invalid JSON"},
       {good.substr(0, good.size() / 2), "invalid JSON"},

@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MockCuda.h"
+
 #include <cuda.h>
 
 #include <cstdint>
@@ -18,12 +20,6 @@
 #include <string>
 #include <vector>
 
-struct MockLaunch {
-  std::string function;
-  unsigned grid, block, smem;
-  void *stream;
-  std::vector<uint64_t> params;
-};
 
 namespace {
 int g_sms = 132, g_occupancy = 1, g_paramSlots = 0, g_initCalls = 0,
@@ -38,6 +34,8 @@ CUcontext g_current = nullptr;
 std::vector<std::string> g_functions; // CUfunction = index + 1
 std::vector<MockLaunch> g_launches;
 std::vector<std::pair<std::string, int>> g_smemAttr;
+std::vector<MockTensorMap> g_tensorMaps;
+std::vector<std::pair<CUdeviceptr, size_t>> g_copiesHtoD; // async, into device memory
 } // namespace
 
 extern "C" {
@@ -49,6 +47,8 @@ __attribute__((visibility("default"))) void mock_reset(int sms, int occupancy, i
   g_failLaunch = false;
   g_launches.clear();
   g_smemAttr.clear();
+  g_tensorMaps.clear();
+  g_copiesHtoD.clear();
   g_initCalls = g_memsets = g_syncs = 0;
 }
 __attribute__((visibility("default"))) void mock_fail_launch(int fail) { g_failLaunch = fail != 0; }
@@ -61,6 +61,8 @@ __attribute__((visibility("default"))) int mock_memsets() { return g_memsets; }
 __attribute__((visibility("default"))) int mock_syncs() { return g_syncs; }
 __attribute__((visibility("default"))) const std::vector<MockLaunch> *mock_launches() { return &g_launches; }
 __attribute__((visibility("default"))) const std::vector<std::pair<std::string, int>> *mock_smem_attrs() { return &g_smemAttr; }
+__attribute__((visibility("default"))) const std::vector<MockTensorMap> *mock_tensor_maps() { return &g_tensorMaps; }
+__attribute__((visibility("default"))) const std::vector<std::pair<CUdeviceptr, size_t>> *mock_copies_htod() { return &g_copiesHtoD; }
 
 // --- driver API
 CUresult cuInit(unsigned) { ++g_initCalls; return CUDA_SUCCESS; }
@@ -121,6 +123,42 @@ CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
 CUresult cuMemsetD16Async(CUdeviceptr, unsigned short, size_t, CUstream) { return CUDA_SUCCESS; }
 CUresult cuMemcpyHtoD(CUdeviceptr, const void *, size_t) { return CUDA_SUCCESS; }
 CUresult cuMemcpyDtoH(void *, CUdeviceptr, size_t) { return CUDA_SUCCESS; }
+// Device memory is host memory here (cuMemAlloc above): the copy is real.
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream) {
+  std::memcpy(reinterpret_cast<void *>(dst), src, n);
+  g_copiesHtoD.push_back({dst, n});
+  return CUDA_SUCCESS;
+}
+// Records the call; the "map" holds the global address and the call's index
+// (words 0 and 1) so a test can find it in device memory.
+CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                                void *address, const cuuint64_t *dims, const cuuint64_t *strides,
+                                const cuuint32_t *box, const cuuint32_t *elementStrides,
+                                CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  if (rank < 1 || rank > 5)
+    return CUDA_ERROR_INVALID_VALUE;
+  MockTensorMap t{};
+  t.type = int(type);
+  t.rank = rank;
+  t.address = address;
+  for (unsigned i = 0; i < rank; ++i) {
+    t.dims[i] = dims[i];
+    t.box[i] = box[i];
+    t.elementStrides[i] = elementStrides[i];
+    if (i + 1 < rank)
+      t.strides[i] = strides[i];
+  }
+  t.interleave = int(interleave);
+  t.swizzle = int(swizzle);
+  t.l2 = int(l2);
+  t.oob = int(oob);
+  std::memset(map, 0, sizeof *map);
+  uint64_t words[2] = {uint64_t(reinterpret_cast<uintptr_t>(address)), g_tensorMaps.size()};
+  std::memcpy(map, words, sizeof words);
+  g_tensorMaps.push_back(t);
+  return CUDA_SUCCESS;
+}
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned,
                         unsigned smem, CUstream s, void **params, void **) {
   if (g_failLaunch)

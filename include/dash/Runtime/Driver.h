@@ -51,6 +51,8 @@ namespace dash::rt {
   X(cuMemsetD16Async, "cuMemsetD16Async")                                      \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                           \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                           \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                                 \
+  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")                          \
   X(cuMemHostAlloc, "cuMemHostAlloc")                                          \
   X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2")                 \
   X(cuMemFreeHost, "cuMemFreeHost")                                            \

@@ -30,6 +30,7 @@ enum class Role {
   Semaphores,                                // workspace (i32)
   Scale,                                     // f32 scalar
   Debug,                                     // debug kernels: i64 record
+  TensorMaps, // workspace: CUtensorMaps of q, k, v, dO (i64 x 16 each)
   NumRoles
 };
 const char *roleName(Role);
@@ -56,6 +57,9 @@ struct Manifest {
   /// True for debug kernels (a `debug` parameter: bounded semaphore spins
   /// that record where they stuck and trap instead of hanging).
   bool hasDebugRecord() const;
+  /// True for kernels that load Q, K, V, dO with TMA: a `tensor_maps`
+  /// parameter the runtime fills with their CUtensorMaps before the launch.
+  bool usesTensorMaps() const;
   std::string path;      // the .json file
   std::string name;
   std::string cubinPath; // resolved against the manifest's directory
