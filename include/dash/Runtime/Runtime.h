@@ -80,7 +80,11 @@ typedef struct dash_tensor {
 
 typedef struct dash_bwd_args {
   dash_tensor q, k, v, o, dO, lse; /* inputs */
-  dash_tensor dq, dk, dv;          /* outputs (same dtype as q) */
+  dash_tensor dq, dk, dv;          /* outputs (same dtype as q); no element of an
+                                      output may overlap an input or another
+                                      output (dk/dv are written while other CTAs
+                                      still read q, k, v, o, dO; only equal base
+                                      pointers are detected) */
   int32_t causal;                  /* 0 = full mask, 1 = causal */
   dash_align align;
   float scale;                     /* softmax scale, finite and > 0 */

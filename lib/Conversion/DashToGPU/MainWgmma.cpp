@@ -723,7 +723,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           }
           w.fenceAsyncShared();
           w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);
-          // dK done: its B (this step's Q buffer) is refilled two steps on.
+          // dK done before the step ends: its B is this step's Q buffer,
+          // which the next step's prefetch (after the barrier at its top)
+          // overwrites, and the next step's wait_group 1 assumes no older
+          // group is pending. Keep this wait at the end of the step.
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           scf::YieldOp::create(b, loc, ValueRange{accV, accK});
           tid = tidMma;
