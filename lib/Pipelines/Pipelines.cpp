@@ -100,6 +100,7 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
   mlir::dash::ConvertDashToGPUOptions toGPU;
   toGPU.threads = gpu.threads;
   toGPU.mma = gpu.mma;
+  toGPU.loads = gpu.loads;
   pm.addPass(mlir::dash::createConvertDashToGPU(toGPU));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -166,6 +167,11 @@ struct GPUPipelineCLOptions : public ScheduleCLOptions<GPUPipelineCLOptions> {
   Option<std::string> mma{*this, "mma",
                           llvm::cl::desc("kernel family: wgmma | sync | simt"),
                           llvm::cl::init("wgmma")};
+  Option<std::string> loads{
+      *this, "loads",
+      llvm::cl::desc("wgmma: Q/dO/K/V by cp-async (MMA threads) | tma "
+                     "(producer warp, runtime tensor maps)"),
+      llvm::cl::init("cp-async")};
 };
 } // namespace
 
@@ -183,6 +189,7 @@ void ::dash::registerDashPipelines() {
         g.dumpDir = o.dumpDir;
         g.threads = o.threads;
         g.mma = o.mma;
+        g.loads = o.loads;
         buildDashPipeline(pm, o.schedule(), g);
       });
   PassPipelineRegistration<CPUPipelineOptions>(

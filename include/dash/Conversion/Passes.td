@@ -61,8 +61,10 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     The tile products run on the tensor cores with warp-level
     `mma.sync.m16n8k16` (bf16 in, f32 accumulate; 8 warps, each owning a
     16-row slice; dK/dV accumulate in registers for the whole walk), or with
-    `mma=simt` on the CUDA cores (the first-light reference path). The
-    WGMMA/TMA warp-specialised pipeline is the next step (docs/GPU.md). The kernel
+    `mma=simt` on the CUDA cores (the first-light reference path); the
+    default `mma=wgmma` is the warp-specialised WGMMA kernel (docs/GPU.md),
+    whose Q/dO/K/V tiles come by cp.async from the MMA threads or, with
+    `loads=tma`, by TMA from a producer warp through mbarriers. The kernel
     ABI (argument order, memref descriptors, scale as an argument) is in
     docs/Runtime.md; the host function keeps only its `return`: the
     runtime, not MLIR, launches the kernels.
@@ -70,12 +72,16 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"0",
            "threads per CTA of every kernel; 0: the mma mode's own count "
-           "(wgmma 288, sync and simt 256)">,
+           "(wgmma 384, sync and simt 256)">,
     Option<"mma", "mma", "std::string", /*default=*/"\"wgmma\"",
            "tile products: wgmma (warpgroup MMA from swizzled shared tiles, "
            "cp.async prefetch, a dQ-reducer warp; 64x128 tiles, bf16), sync "
            "(mma.sync m16n8k16; 64x64 tiles, 256 threads) or simt "
            "(CUDA-core FMA, any tile)">,
+    Option<"loads", "loads", "std::string", /*default=*/"\"cp-async\"",
+           "mma=wgmma only: how Q, dO, K, V reach shared memory: cp-async "
+           "(issued by the MMA threads, one step ahead) or tma (a producer "
+           "warp, tensor maps from the runtime, full/empty mbarriers)">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "

@@ -63,6 +63,13 @@ struct ConvertDashToGPUPass
     if (!useSync && !useWgmma && mma != "simt")
       return op.emitOpError() << "unknown mma mode '" << mma
                               << "'; expected wgmma, sync or simt";
+    bool tma = loads == "tma";
+    if (!tma && loads != "cp-async")
+      return op.emitOpError() << "unknown loads mode '" << loads
+                              << "'; expected cp-async or tma";
+    if (tma && !useWgmma)
+      return op.emitOpError() << "loads=tma needs mma=wgmma (got mma=" << mma
+                              << ")";
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
     // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);
@@ -92,7 +99,7 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm)
+    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, tma)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
     if (sharedBytes > 227 * 1024)
@@ -122,6 +129,7 @@ struct ConvertDashToGPUPass
     config.append("threads", b.getI64IntegerAttr(nthreads));
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
     config.append("mma", b.getStringAttr(mma));
+    config.append("loads", b.getStringAttr(tma ? "tma" : "cp-async"));
     config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
     // The WGMMA main kernel writes dk/dv itself when H_q == H_kv (its
     // dk_accum/dv_accum may then be empty); the runtime sizes the workspace
@@ -132,11 +140,11 @@ struct ConvertDashToGPUPass
     if (debugSpinLimit < 0)
       return op.emitOpError() << "debug-spin-limit must be >= 0";
     SmallVector<Type> argTypes =
-        kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0);
+        kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0, tma);
     b.setInsertionPointToStart(gpuModule.getBody());
     buildPreprocess(b, loc, argTypes, D, nthreads);
     if (useWgmma)
-      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit);
+      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, tma);
     else if (useSync)
       buildMainMmaSync(b, loc, argTypes, op, D, nthreads, debugSpinLimit);
     else

@@ -35,14 +35,17 @@ enum Arg : unsigned {
   kQ, kK, kV, kO, kDO, kLse, kDq, kDk, kDv, // user tensors (strided)
   kDqAcc, kDkAcc, kDvAcc, kDPsum, kLse2, kSem, // workspace
   kScale,
-  kDebug, // only in debug kernels (debug-spin-limit > 0)
+  kDebug,      // only in debug kernels (debug-spin-limit > 0)
+  kTensorMaps, // only in TMA kernels (loads=tma); always the last argument
   kNumArgs
 };
 inline const char *const kArgNames[kNumArgs] = {
     "q",        "k",        "v",        "o",        "dO",
     "lse",      "dq",       "dk",       "dv",       "dq_accum",
     "dk_accum", "dv_accum", "dpsum",    "lse_log2", "semaphores",
-    "scale",    "debug"};
+    "scale",    "debug",    "tensor_maps"};
+/// The CUtensorMaps of q, k, v, dO (128 B each) as i64 words.
+constexpr int64_t kTensorMapWords = 4 * 16;
 
 /// The record a debug kernel leaves in its `debug` buffer (i64 words) before
 /// it traps on a semaphore that never reaches the expected rank.
@@ -52,8 +55,14 @@ enum DebugWord : int64_t {
 };
 constexpr int64_t kDebugMagic = 0xDA5400DE;
 
+/// The tensor-map argument's type: static, so it cannot be mistaken for the
+/// (dynamic) debug record of the same element type.
+inline MemRefType tensorMapsType(MLIRContext *ctx) {
+  return MemRefType::get({kTensorMapWords}, IntegerType::get(ctx, 64));
+}
+
 inline SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d,
-                                 bool debug) {
+                                 bool debug, bool tma = false) {
   int64_t dyn = ShapedType::kDynamic;
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
   // BSHD with any strides but a unit stride on D (what TMA will need too).
@@ -69,6 +78,8 @@ inline SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d,
                              act,  acc4, acc4, acc4, acc3, acc3, sem, f32};
   if (debug) // host-mapped i64 words (DebugWord), written before a trap
     types.push_back(MemRefType::get({dyn}, IntegerType::get(ctx, 64)));
+  if (tma) // filled by the runtime before the launches (docs/Runtime.md)
+    types.push_back(tensorMapsType(ctx));
   return types;
 }
 
@@ -91,7 +102,14 @@ struct Kernel {
     tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     T = g.idx(threads);
   }
-  Value arg(Arg a) { return args[a]; }
+  Value arg(Arg a) {
+    if (a == kTensorMaps) {
+      assert(args.back().getType() == tensorMapsType(b.getContext()) &&
+             "not a TMA kernel");
+      return args.back();
+    }
+    return args[a];
+  }
   Value dim(Arg a, int64_t i) {
     return b.createOrFold<memref::DimOp>(loc, arg(a), i);
   }
@@ -305,8 +323,11 @@ inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func->setAttr("nvvm.maxntid",
                 b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
-  for (unsigned i = 0; i < argTypes.size(); ++i)
-    func.setArgAttr(i, "dash.name", b.getStringAttr(kArgNames[i]));
+  for (unsigned i = 0; i < argTypes.size(); ++i) {
+    bool maps = argTypes[i] == tensorMapsType(b.getContext());
+    func.setArgAttr(i, "dash.name",
+                    b.getStringAttr(kArgNames[maps ? unsigned(kTensorMaps) : i]));
+  }
   return func;
 }
 
@@ -333,10 +354,14 @@ void buildMainMmaSync(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
 /// The warp-specialised WGMMA main kernel (MainWgmma.cpp): KV tiles of 128
 /// rows, Q tiles of 64 (or 128 at d = 64), two MMA warpgroups and a third
 /// warpgroup whose first warp reduces dQ.
-int64_t wgmmaSharedBytes(int64_t d, int64_t bm);
+int64_t wgmmaSharedBytes(int64_t d, int64_t bm, bool tma);
 constexpr int64_t kWgmmaThreads = 384;
+/// tma: a producer warp (warp 10) loads Q, dO, K, V with TMA from the
+/// runtime's tensor maps through full/empty mbarriers; else the MMA threads
+/// issue cp.async one step ahead.
 void buildMainWgmma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
-                    ScheduledAttentionBwdOp op, int64_t d, int64_t spinLimit);
+                    ScheduledAttentionBwdOp op, int64_t d, int64_t spinLimit,
+                    bool tma);
 
 } // namespace mlir::dash::detail
 

@@ -65,10 +65,16 @@ constexpr int kBarFull = 3;
 constexpr int kBarBufStride = 6;
 constexpr int64_t kDqBuffers = 2;
 
+// mbarriers of the TMA kernels (loads=tma), index into SmemLayout::bar:
+// FULL_Q / EMPTY_Q of the two Q/dO/lse/dPsum stages, FULL_KV / EMPTY_KV.
+constexpr int kFullQ = 0, kEmptyQ = 2, kFullKV = 4, kEmptyKV = 5,
+              kNumMbarriers = 6;
+
 /// Byte offsets of the shared buffers from the 1024-aligned base.
 struct SmemLayout {
   int64_t d;
   int64_t bm; // Q tile rows: 64, or 128 at D = 64
+  bool tma = false;
   int64_t panels() const { return d / 64; }
   int64_t kvBytes() const { return kBn * d * 2; }
   int64_t qBytes() const { return bm * d * 2; }
@@ -85,12 +91,13 @@ struct SmemLayout {
   int64_t dQRow() const { return d * 4 + 16; }
   int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
-  int64_t end() const { return dps(2); }
+  int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }
+  int64_t end() const { return tma ? bar(kNumMbarriers) : dps(2); }
 };
 } // namespace
 
-int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm) {
-  return SmemLayout{d, bm}.end() + kAlign; // + slack to align the base
+int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm, bool tma) {
+  return SmemLayout{d, bm, tma}.end() + kAlign; // + slack to align the base
 }
 
 namespace {
@@ -107,9 +114,10 @@ struct WgmmaBuilder {
   Type f32, i32, i64, bf16;
   Value base; // index: 1024-aligned shared address of the buffers
 
-  WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm)
+  WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
+               bool tma)
       : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
-        D(d), L{d, bm} {
+        D(d), L{d, bm, tma} {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
@@ -286,6 +294,56 @@ struct WgmmaBuilder {
                               src, 16, NVVM::LoadCacheModifierKind::CG, bytes);
     }
   }
+  // --- TMA kernels: mbarriers and tensor copies.
+  /// mbarrier `first + idx` (idx an index value: a stage) in shared memory.
+  Value mbar(int first, Value idx) {
+    return sh(g.add(g.add(base, g.idx(L.bar(first))), g.mul(idx, g.idx(8))));
+  }
+  Value mbar(int i) { return sh(g.add(base, g.idx(L.bar(i)))); }
+  /// Spins until the phase of `bar` with parity `parity` (index 0/1) has
+  /// completed (a fresh barrier: parity 1 counts as completed).
+  void mbarWait(Value bar, Value parity) {
+    NVVM::MBarrierTryWaitParityOp::create(
+        b, loc, bar, arith::IndexCastOp::create(b, loc, i32, parity),
+        c32(0x989680));
+  }
+  void mbarArrive(Value bar) {
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
+  }
+  /// One arrival that also expects `bytes` more transaction bytes (TMA).
+  void mbarExpect(Value bar, int64_t bytes) {
+    NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar, c32(bytes),
+                                           NVVM::MemScopeKind::CTA, false,
+                                           Value());
+  }
+  /// Generic pointer to tensor map `i` (q, k, v, dO) in the workspace.
+  Value tensorMap(int i) {
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, k.arg(kTensorMaps));
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx),
+                                    toI64(g.add(addr, g.idx(128 * i))));
+  }
+  /// TMA of rows [row0, row0 + box rows) of head `head`, batch `bb` of map
+  /// `i` into the swizzled tile at `dst`: one 64-column panel per copy;
+  /// rows past S arrive as zeros. Completes on `bar`.
+  void tmaTile(int i, Value dst, Value bb, Value row0, Value head,
+               int64_t rowsTile, Value bar) {
+    Value map = tensorMap(i);
+    auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
+    auto i32of = [&](Value v) {
+      return arith::IndexCastOp::create(b, loc, i32, v).getResult();
+    };
+    for (int64_t p = 0; p < L.panels(); ++p) {
+      Value to = LLVM::AddrSpaceCastOp::create(
+          b, loc, cluster, sh(g.add(dst, g.idx(p * rowsTile * 128))));
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc, to, map,
+          ValueRange{c32(64 * p), i32of(row0), i32of(head), i32of(bb)}, bar,
+          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+          /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
+    }
+  }
+
   /// cp.async of one f32 (element q0 + t) of a [B, H, S] workspace row
   /// (4-byte copies: no alignment needed), zero past S_q.
   void loadRowVector(Arg a, Value dst, Value bb, Value h, Value q0, Value Sq,
@@ -303,7 +361,7 @@ struct WgmmaBuilder {
 void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                         ArrayRef<Type> argTypes,
                                         ScheduledAttentionBwdOp op, int64_t D,
-                                        int64_t spinLimit) {
+                                        int64_t spinLimit, bool tma) {
   OpBuilder::InsertionGuard guard(b);
   auto func =
       createKernel(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads);
@@ -313,7 +371,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   b.setInsertionPointToStart(&func.getBody().front());
   Kernel k(b, loc, func, kWgmmaThreads, spinLimit);
   const int64_t bm = op.getTiling().getBlockM();
-  WgmmaBuilder w(k, op, D, bm);
+  WgmmaBuilder w(k, op, D, bm, tma);
   LoopGen &g = k.g;
   MLIRContext *ctx = b.getContext();
   const SmemLayout &L = w.L;
@@ -339,6 +397,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // The unit's walk: (b, h, kv, len) per item, Q tile and rank per step.
   struct Item {
     Value bb, h, kv, len;
+    Value index; // the item's position in the unit's walk
   };
   // `first` counts the unit's steps before the item: step s of the item is
   // hand-off number first + s (its dQ staging buffer is that mod 2).
@@ -351,7 +410,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           SmallVector<Value> it =
               inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
-          Item item4{it[0], it[1], it[2], it[3]};
+          Item item4{it[0], it[1], it[2], it[3], item};
           body(item4, count[0]);
           scf::YieldOp::create(b, loc, g.add(count[0], item4.len));
         });
@@ -373,6 +432,27 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                 map)[0];
   };
 
+  // TMA kernels: thread 0 initialises the mbarriers before any role runs.
+  // FULL_Q: the producer's expect-tx arrival + one cp.async arrival per
+  // producer lane (lse_log2, dPsum); EMPTY_Q and EMPTY_KV: every MMA thread
+  // once it is done with the stage / the item's K and V; FULL_KV: the
+  // expect-tx arrival.
+  if (tma) {
+    g.when(k.isThread0(), [&] {
+      for (int j = 0; j < 2; ++j) {
+        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kFullQ + j), w.c32(1 + 32),
+                                     Value());
+        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEmptyQ + j),
+                                     w.c32(kMmaThreads), Value());
+      }
+      NVVM::MBarrierInitOp::create(b, loc, w.mbar(kFullKV), w.c32(1), Value());
+      NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEmptyKV),
+                                   w.c32(kMmaThreads), Value());
+      NVVM::FenceMbarrierInitOp::create(b, loc);
+    });
+    k.barrier();
+  }
+
   // The warpgroup index, broadcast from lane 0: ptxas then knows the role
   // branches are warp-uniform (else it serialises the wgmmas, C7520).
   Value wgIdx = [&] {
@@ -385,6 +465,54 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   }();
   Value isMma = g.lt(wgIdx, g.idx(2));
   auto roles = scf::IfOp::create(b, loc, isMma, /*withElseRegion=*/true);
+
+  // --------------------------------------------------------------- producer
+  // TMA kernels, warp 10 (24 registers): per item, once the MMA threads are
+  // done with the previous K and V (EMPTY_KV), K and V by TMA (FULL_KV); per
+  // step n of the unit (stage n % 2), once the stage is free (EMPTY_Q), its
+  // lse_log2/dPsum rows by 4-byte cp.async from every lane (zeros past S_q,
+  // arriving on FULL_Q when done) and Q and dO by TMA from lane 0.
+  auto emitProducer = [&] {
+    Value lane = g.sub(tid, g.idx(kMmaThreads + 32 * kDqBuffers));
+    Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                       g.idx(0));
+    forItems([&](const Item &it, Value first) {
+      Value hkv = g.div(it.h, g.div(H, Hkv));
+      Value kv0 = g.mul(it.kv, g.idx(kBn));
+      Value itemParity = g.rem(it.index, g.idx(2));
+      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity));
+      g.when(lead, [&] {
+        Value full = w.mbar(kFullKV);
+        w.mbarExpect(full, 2 * L.kvBytes());
+        w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, full);
+        w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, full);
+      });
+      g.loop(it.len, [&](Value step) {
+        Value n = g.add(first, step);
+        Value stage = g.rem(n, g.idx(2));
+        Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
+        w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity));
+        Value q0 = g.mul(visit(it, step), g.idx(bm));
+        Value vOff = g.mul(stage, g.idx(bm * 4));
+        for (int64_t j = 0; j < bm / 32; ++j) {
+          Value t = g.add(lane, g.idx(32 * j));
+          w.loadRowVector(kLse2, g.add(at(L.lse(0)), vOff), it.bb, it.h, q0,
+                          Sq, t);
+          w.loadRowVector(kDPsum, g.add(at(L.dps(0)), vOff), it.bb, it.h, q0,
+                          Sq, t);
+        }
+        NVVM::CpAsyncMBarrierArriveOp::create(b, loc, w.mbar(kFullQ, stage),
+                                              /*noinc=*/true);
+        g.when(lead, [&] {
+          Value full = w.mbar(kFullQ, stage);
+          w.mbarExpect(full, 2 * L.qBytes());
+          Value qOff = g.mul(stage, g.idx(L.qBytes()));
+          w.tmaTile(0, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, bm, full);
+          w.tmaTile(3, g.add(at(L.dO(0)), qOff), it.bb, q0, it.h, bm, full);
+        });
+      });
+    });
+  };
 
   // --------------------------------------------------------------- reducers
   // Warps 8 and 9: reducer j owns dQ staging buffer j, i.e. the hand-offs
@@ -401,7 +529,13 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(kReducerRegs),
                                    NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
     auto reducerWarp = scf::IfOp::create(
-        b, loc, g.lt(tid, g.idx(kMmaThreads + 32 * kDqBuffers)), false);
+        b, loc, g.lt(tid, g.idx(kMmaThreads + 32 * kDqBuffers)), tma);
+    if (tma) { // warp 10: the producer
+      OpBuilder::InsertionGuard pg(b);
+      b.setInsertionPointToStart(&reducerWarp.getElseRegion().front());
+      g.when(g.lt(tid, g.idx(kMmaThreads + 32 * kDqBuffers + 32)),
+             [&] { emitProducer(); });
+    }
     b.setInsertionPointToStart(&reducerWarp.getThenRegion().front());
     Value rtid = g.sub(tid, g.idx(kMmaThreads));
     Value mine = g.div(rtid, g.idx(32)); // the staging buffer of this warp
@@ -536,15 +670,19 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   forItems([&](const Item &it, Value first) {
     Value hkv = g.div(it.h, g.div(H, Hkv));
     Value kv0 = g.mul(it.kv, g.idx(kBn));
-    // Copies of an empty walk are still in flight; the previous item's
-    // products are done with K, V and the Q/dO buffers.
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-    w.barSync(kBarMma, kMmaThreads);
-    w.loadTile(kK, at(L.k()), it.bb, kv0, hkv, Sk, kBn, tid);
-    w.loadTile(kV, at(L.v()), it.bb, kv0, hkv, Sk, kBn, tid);
-    g.when(g.lt(g.idx(0), it.len),
-           [&] { loadStep(it, visit(it, g.idx(0)), g.idx(0)); });
+    if (tma) { // the producer's K and V for this item
+      w.mbarWait(w.mbar(kFullKV), g.rem(it.index, g.idx(2)));
+    } else {
+      // Copies of an empty walk are still in flight; the previous item's
+      // products are done with K, V and the Q/dO buffers.
+      NVVM::CpAsyncCommitGroupOp::create(b, loc);
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+      w.barSync(kBarMma, kMmaThreads);
+      w.loadTile(kK, at(L.k()), it.bb, kv0, hkv, Sk, kBn, tid);
+      w.loadTile(kV, at(L.v()), it.bb, kv0, hkv, Sk, kBn, tid);
+      g.when(g.lt(g.idx(0), it.len),
+             [&] { loadStep(it, visit(it, g.idx(0)), g.idx(0)); });
+    }
 
     Value zD = w.zeroAcc(D);
     auto walk = scf::ForOp::create(
@@ -558,16 +696,28 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           threadValues(tid);
           Value qt = visit(it, step);
           Value q0 = g.mul(qt, g.idx(bm));
-          Value buf = g.rem(step, g.idx(2));
-          // This step's tiles have landed (every thread's copies), and
-          // everyone is done with the previous step's buffers.
-          NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-          w.fenceAsyncShared();
-          w.barSync(kBarMma, kMmaThreads);
-          Value next = g.add(step, g.idx(1));
-          g.when(g.lt(next, it.len), [&] {
-            loadStep(it, visit(it, next), g.sub(g.idx(1), buf));
-          });
+          Value buf;
+          if (tma) {
+            // Stage n % 2 of the unit's step n holds this step's tiles once
+            // its FULL phase n / 2 completes; the barrier keeps the other
+            // warpgroup's dQ of the previous step ahead of our dS^T stores.
+            Value n = g.add(first, step);
+            buf = g.rem(n, g.idx(2));
+            w.mbarWait(w.mbar(kFullQ, buf),
+                       g.rem(g.div(n, g.idx(2)), g.idx(2)));
+            w.barSync(kBarMma, kMmaThreads);
+          } else {
+            buf = g.rem(step, g.idx(2));
+            // This step's tiles have landed (every thread's copies), and
+            // everyone is done with the previous step's buffers.
+            NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+            w.fenceAsyncShared();
+            w.barSync(kBarMma, kMmaThreads);
+            Value next = g.add(step, g.idx(1));
+            g.when(g.lt(next, it.len), [&] {
+              loadStep(it, visit(it, next), g.sub(g.idx(1), buf));
+            });
+          }
 
           // S^T and dP^T (K = D).
           Value qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
@@ -728,10 +878,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // overwrites, and the next step's wait_group 1 assumes no older
           // group is pending. Keep this wait at the end of the step.
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          if (tma) // this thread is done with the stage
+            w.mbarArrive(w.mbar(kEmptyQ, buf));
           scf::YieldOp::create(b, loc, ValueRange{accV, accK});
           tid = tidMma;
           w.base = baseMma;
         });
+    if (tma) // done with K and V: the producer may load the next item's
+      w.mbarArrive(w.mbar(kEmptyKV));
     threadValues(tid); // the epilogue's fragment coordinates
 
     // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA

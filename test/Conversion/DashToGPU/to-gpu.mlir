@@ -12,7 +12,7 @@
 // CHECK: func.func @bwd
 // CHECK-NEXT: return
 // The config the AOT step writes into the manifest.
-// CHECK: gpu.module @dash_kernels attributes {dash.config = {align = "bottom_right", block_m = 64 : i64, block_n = 64 : i64, debug_spin_limit = 0 : i64, deterministic = true, dkdv_direct = false, element_type = "bf16", head_dim = 128 : i64, mask = "causal", mma = "simt", policy = "descending", shared_bytes = 65536 : i64, threads = 256 : i64}}
+// CHECK: gpu.module @dash_kernels attributes {dash.config = {align = "bottom_right", block_m = 64 : i64, block_n = 64 : i64, debug_spin_limit = 0 : i64, deterministic = true, dkdv_direct = false, element_type = "bf16", head_dim = 128 : i64, loads = "cp-async", mask = "causal", mma = "simt", policy = "descending", shared_bytes = 65536 : i64, threads = 256 : i64}}
 // The ABI: user tensors, workspace, scale (docs/Runtime.md).
 // CHECK: gpu.func @dash_bwd_preprocess(%{{.*}}: memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> {dash.name = "q"}
 // CHECK-SAME: {dash.name = "dq_accum"}

@@ -1,0 +1,83 @@
+// loads=tma: Q, dO, K, V come by TMA from a producer warp (warp 10) through
+// full/empty mbarriers, from tensor maps the runtime writes into the last
+// argument; the MMA threads issue no copies and wait on the barriers.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=tma --canonicalize --cse | FileCheck %s
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=bulk 2>&1 | FileCheck %s --check-prefix=BADLOADS
+// RUN: not dash-opt %s --dash-tile=kernels=sync --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync loads=tma" 2>&1 | FileCheck %s --check-prefix=NOTWGMMA
+// The debug record and the tensor maps together: maps stay last.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
+// And through the whole pipeline to PTX, assembled by ptxas.
+// RUN: %if ptxas %{ rm -rf %t && mkdir -p %t %}
+// RUN: %if ptxas %{ dash-opt %s "--dash-pipeline=policy=descending loads=tma format=isa" -o %t/out.mlir %}
+// RUN: %if ptxas %{ python3 %dash_src_root/scripts/extract-binary %t/out.mlir %t/k.ptx %}
+// RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
+// RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
+
+// CHECK: dash.config = {{{.*}}loads = "tma"{{.*}}shared_bytes = 217136 : i64
+// CHECK: gpu.func @dash_bwd_main(
+// CHECK-SAME: %arg16: memref<64xi64> {dash.name = "tensor_maps"}
+// Thread 0: FULL_Q (expect-tx + 32 cp.async arrivals), EMPTY_Q (256 MMA
+// threads) per stage, FULL_KV, EMPTY_KV; then the whole CTA syncs.
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c33_i32
+// CHECK-NEXT: arith.addi
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c256_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c33_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c256_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c256_i32
+// CHECK-NEXT: nvvm.fence.mbarrier.init
+// CHECK: gpu.barrier
+// MMA threads: no cp.async; wait for K/V (FULL_KV), per step for the stage
+// (FULL_Q) and the other warpgroup, release the stage after the step's last
+// wgmma wait, and K/V after the walk.
+// CHECK: nvvm.setmaxregister  increase 240
+// CHECK-NOT: nvvm.cp.async.shared.global
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: scf.for
+// CHECK-NOT: nvvm.cp.async.shared.global
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// CHECK-NOT: nvvm.cp.async.shared.global
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// CHECK: scf.yield
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// The producer (warp 10, threads 320..351): per item K and V (2 x 2 panels
+// of 64 columns x 128 rows, 64 KiB) once EMPTY_KV allows; per step the
+// stage's lse_log2/dPsum by 4-byte cp.async from every lane (arriving on
+// FULL_Q, no count increment), Q and dO (2 x 2 panels x 64 rows, 32 KiB).
+// CHECK: nvvm.setmaxregister  decrease 24
+// CHECK: } else {
+// CHECK-NEXT: arith.cmpi slt, %thread_id_x, %c352 : index
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca
+// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: gpu.func @dash_bwd_postprocess(
+// CHECK-SAME: memref<64xi64> {dash.name = "tensor_maps"}
+
+// BADLOADS: error: 'dash.scheduled_attention_bwd' op unknown loads mode 'bulk'; expected cp-async or tma
+// NOTWGMMA: error: 'dash.scheduled_attention_bwd' op loads=tma needs mma=wgmma (got mma=sync)
+// DEBUG: gpu.func @dash_bwd_main(
+// DEBUG-SAME: %arg16: memref<?xi64> {dash.name = "debug"}, %arg17: memref<64xi64> {dash.name = "tensor_maps"}
+
+// PTX: .visible .entry dash_bwd_main(
+// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: mbarrier.try_wait.parity
+// PTX-DAG: mbarrier.arrive.expect_tx
+// PTX-DAG: cp.async.mbarrier.arrive.noinc.shared
+!act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
+               %dq: !act, %dk: !act, %dv: !act) {
+  dash.attention_bwd %q, %k, %v, %o, %do, %lse outs(%dq, %dk, %dv : !act, !act, !act)
+      mask = causal align = bottom_right scale = 1.0 deterministic = true
+      : !act, !act, !act, !act, !act, !lse
+  return
+}
