@@ -107,7 +107,11 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
   dump("03-gpu");
   mlir::gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = gpu.arch;
-  nvvm.cubinFeatures = gpu.features;
+  // TMA kernels fence the tensor maps (fence.proxy.tensormap, PTX ISA 8.3):
+  // the default ISA is raised for them rather than failing in the backend.
+  nvvm.cubinFeatures = gpu.loads == "tma" && gpu.features == "+ptx80"
+                           ? std::string("+ptx83")
+                           : gpu.features;
   nvvm.optLevel = gpu.optLevel;
   nvvm.cubinFormat = gpu.format;
   nvvm.kernelUseBarePtrCallConv = false; // memref descriptors: see Runtime.md
@@ -151,7 +155,7 @@ struct GPUPipelineCLOptions : public ScheduleCLOptions<GPUPipelineCLOptions> {
   Option<std::string> arch{*this, "arch", llvm::cl::desc("GPU arch (sm_90a)"),
                            llvm::cl::init("sm_90a")};
   Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX features (+ptx80 or newer)"),
+                               llvm::cl::desc("PTX features (+ptx80 or newer; loads=tma: +ptx83)"),
                                llvm::cl::init("+ptx80")};
   Option<int64_t> opt{*this, "opt-level", llvm::cl::desc("LLVM opt level"),
                       llvm::cl::init(3)};

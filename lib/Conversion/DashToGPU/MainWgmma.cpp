@@ -476,6 +476,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     Value lane = g.sub(tid, g.idx(kMmaThreads + 32 * kDqBuffers));
     Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
                                        g.idx(0));
+    // The runtime rewrites the maps at the same workspace address before
+    // every call: make this call's bytes the ones the TMA unit reads.
+    for (int i = 0; i < 4; ++i)
+      NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
+                                        w.tensorMap(i), w.c32(128));
     forItems([&](const Item &it, Value first) {
       Value hkv = g.div(it.h, g.div(H, Hkv));
       Value kv0 = g.mul(it.kv, g.idx(kBn));

@@ -6,7 +6,8 @@
 // RUN: not dash-opt %s --dash-tile=kernels=sync --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync loads=tma" 2>&1 | FileCheck %s --check-prefix=NOTWGMMA
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
-// And through the whole pipeline to PTX, assembled by ptxas.
+// And through the whole pipeline to PTX (raised to ISA 8.3 for
+// fence.proxy.tensormap), assembled by ptxas.
 // RUN: %if ptxas %{ rm -rf %t && mkdir -p %t %}
 // RUN: %if ptxas %{ dash-opt %s "--dash-pipeline=policy=descending loads=tma format=isa" -o %t/out.mlir %}
 // RUN: %if ptxas %{ python3 %dash_src_root/scripts/extract-binary %t/out.mlir %t/k.ptx %}
@@ -50,6 +51,7 @@
 // CHECK: nvvm.setmaxregister  decrease 24
 // CHECK: } else {
 // CHECK-NEXT: arith.cmpi slt, %thread_id_x, %c352 : index
+// CHECK-COUNT-4: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
@@ -67,11 +69,13 @@
 // DEBUG: gpu.func @dash_bwd_main(
 // DEBUG-SAME: %arg16: memref<?xi64> {dash.name = "debug"}, %arg17: memref<64xi64> {dash.name = "tensor_maps"}
 
+// PTX: .version 8.3
 // PTX: .visible .entry dash_bwd_main(
 // PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: mbarrier.try_wait.parity
 // PTX-DAG: mbarrier.arrive.expect_tx
 // PTX-DAG: cp.async.mbarrier.arrive.noinc.shared
+// PTX-DAG: fence.proxy.tensormap::generic.acquire.gpu
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
