@@ -928,9 +928,18 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
     const dash_tensor &t = *ts[i];
     cuuint64_t dims[4] = {cuuint64_t(t.shape[3]), cuuint64_t(t.shape[1]),
                           cuuint64_t(t.shape[2]), cuuint64_t(t.shape[0])};
-    cuuint64_t strides[3] = {cuuint64_t(t.strides[1]) * eltBytes,
-                             cuuint64_t(t.strides[2]) * eltBytes,
-                             cuuint64_t(t.strides[0]) * eltBytes};
+    // A size-1 dimension's stride is never used and not validated (PyTorch
+    // leaves any value there); the driver still wants a multiple of 16:
+    // give it the tensor's byte extent, rounded up.
+    cuuint64_t extent = cuuint64_t(t.shape[3]) * eltBytes;
+    for (int d = 0; d < 3; ++d)
+      if (t.shape[d] > 1)
+        extent += cuuint64_t(t.shape[d] - 1) * cuuint64_t(t.strides[d]) * eltBytes;
+    extent = (extent + 15) / 16 * 16;
+    auto stride = [&](int d) {
+      return t.shape[d] > 1 ? cuuint64_t(t.strides[d]) * eltBytes : extent;
+    };
+    cuuint64_t strides[3] = {stride(1), stride(2), stride(0)};
     cuuint32_t box[4] = {64, cuuint32_t(rows[i]), 1, 1};
     cuuint32_t unit[4] = {1, 1, 1, 1};
     CUresult r = rt->drv.cuTensorMapEncodeTiled(

@@ -268,6 +268,21 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   }
   // The maps live inside the workspace the call reports.
   EXPECT_GE(info.workspace_bytes, 512);
+
+  // Batch 1 with an unusable batch stride (PyTorch may leave anything on a
+  // size-1 dim): the map gets a 16-byte multiple instead.
+  dash_bwd_args one = makeArgs(1, Sq, Sk, H, Hkv, D);
+  for (dash_tensor *t : {&one.q, &one.k, &one.v, &one.o, &one.dO, &one.dq, &one.dk, &one.dv})
+    t->strides[0] = 3;
+  one.lse.strides[0] = 3;
+  ASSERT_EQ(dash_attention_bwd(rt, &one, nullptr, nullptr), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
+  ASSERT_EQ(mock.tensorMaps()->size(), 8u);
+  for (int i = 4; i < 8; ++i) {
+    const MockTensorMap &t = (*mock.tensorMaps())[i];
+    EXPECT_EQ(t.strides[2] % 16, 0u) << i;
+    EXPECT_GE(t.strides[2], t.strides[1] * (t.dims[2] - 1) + t.strides[0]) << i;
+  }
   dash_runtime_destroy(rt);
   std::remove((dir + "/" + name + ".json").c_str());
   std::remove((dir + "/" + name + ".cubin").c_str());

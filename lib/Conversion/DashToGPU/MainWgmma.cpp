@@ -499,8 +499,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity));
         Value q0 = g.mul(visit(it, step), g.idx(bm));
         Value vOff = g.mul(stage, g.idx(bm * 4));
+        // Opaque lane: hoisted row addresses would outlive 24 registers.
+        Value rowLane = w.opaque(lane);
         for (int64_t j = 0; j < bm / 32; ++j) {
-          Value t = g.add(lane, g.idx(32 * j));
+          Value t = g.add(rowLane, g.idx(32 * j));
           w.loadRowVector(kLse2, g.add(at(L.lse(0)), vOff), it.bb, it.h, q0,
                           Sq, t);
           w.loadRowVector(kDPsum, g.add(at(L.dps(0)), vOff), it.bb, it.h, q0,
@@ -517,6 +519,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         });
       });
     });
+    // Consumers wait for every copy anyway; leave none in flight at exit.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   };
 
   // --------------------------------------------------------------- reducers
