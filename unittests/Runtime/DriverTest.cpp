@@ -381,5 +381,15 @@ TEST(MockDebugKernel, TrappedWaitBecomesAHangError) {
             std::string::npos)
       << msg;
   EXPECT_STREQ(dash_status_name(DASH_ERROR_HANG), "DASH_ERROR_HANG");
+  // A TMA kernel's mbarrier wait gives up: rank = -1 - barrier index
+  // (3 = EMPTY_Q[1]), seen = the phase parity, q = the unit's hand-off.
+  const int64_t mbarRecord[8] = {0xDA5400DE, 7, 0, 1, 12, -1 - 3, 1, 5000};
+  hang(mbarRecord, 8);
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_HANG);
+  msg = dash_runtime_last_error(rt);
+  EXPECT_NE(msg.find("unit 7 waited on mbarrier EMPTY_Q[1] (phase parity 1) at "
+                     "b=0, h=1, hand-off 12 for 5000 polls"),
+            std::string::npos)
+      << msg;
   dash_runtime_destroy(rt);
 }

@@ -190,38 +190,42 @@ struct Kernel {
         });
     if (spinLimit <= 0)
       return;
-    // Stuck: claim the record (first CTA wins), write who waited for what,
-    // make it visible to the host (system-scope fence), trap.
     Value seen = loopOp.getResult(0), spins = loopOp.getResult(1);
     Value stuck = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, seen,
                                         rank32);
-    g.when(stuck, [&] {
-      Value dbg = arg(kDebug);
-      Value magic = arith::ConstantIntOp::create(b, loc, kDebugMagic, 64);
-      Value old = LLVM::AtomicRMWOp::create(
-          b, loc, LLVM::AtomicBinOp::xchg, elementPtr(dbg, {g.idx(kDbgMagic)}),
-          magic, LLVM::AtomicOrdering::monotonic, "");
-      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                          old, magic);
-      g.when(first, [&] {
-        auto put = [&](DebugWord w, Value v) {
-          if (!v.getType().isInteger(64))
-            v = v.getType().isIndex()
-                    ? arith::IndexCastOp::create(b, loc, i64, v).getResult()
-                    : arith::ExtSIOp::create(b, loc, i64, v).getResult();
-          memref::StoreOp::create(b, loc, v, dbg, ValueRange{g.idx(w)});
-        };
-        put(kDbgUnit, where[0]);
-        put(kDbgB, where[1]);
-        put(kDbgH, where[2]);
-        put(kDbgQ, where[3]);
-        put(kDbgRank, rank);
-        put(kDbgSeen, seen);
-        put(kDbgSpins, spins);
-      });
-      LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::seq_cst, "");
-      LLVM::Trap::create(b, loc);
+    g.when(stuck, [&] { reportStuck(where, rank, seen, spins); });
+  }
+  /// Debug kernels, a wait that gave up: claim the record (first CTA wins),
+  /// write who waited for what (`where` = {unit, b, h, q}; `what`, `seen`,
+  /// `spins`: DebugWord kDbgRank, kDbgSeen, kDbgSpins), make it visible to
+  /// the host (system-scope fence), trap.
+  void reportStuck(ArrayRef<Value> where, Value what, Value seen, Value spins) {
+    Type i64 = b.getI64Type();
+    Value dbg = arg(kDebug);
+    Value magic = arith::ConstantIntOp::create(b, loc, kDebugMagic, 64);
+    Value old = LLVM::AtomicRMWOp::create(
+        b, loc, LLVM::AtomicBinOp::xchg, elementPtr(dbg, {g.idx(kDbgMagic)}),
+        magic, LLVM::AtomicOrdering::monotonic, "");
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, old,
+                                        magic);
+    g.when(first, [&] {
+      auto put = [&](DebugWord w, Value v) {
+        if (!v.getType().isInteger(64))
+          v = v.getType().isIndex()
+                  ? arith::IndexCastOp::create(b, loc, i64, v).getResult()
+                  : arith::ExtSIOp::create(b, loc, i64, v).getResult();
+        memref::StoreOp::create(b, loc, v, dbg, ValueRange{g.idx(w)});
+      };
+      put(kDbgUnit, where[0]);
+      put(kDbgB, where[1]);
+      put(kDbgH, where[2]);
+      put(kDbgQ, where[3]);
+      put(kDbgRank, what);
+      put(kDbgSeen, seen);
+      put(kDbgSpins, spins);
     });
+    LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::seq_cst, "");
+    LLVM::Trap::create(b, loc);
   }
   /// Release increment by the calling thread: fence + relaxed add (LLVM
   /// 22.1 lowers a `release` atomicrmw to a relaxed atom, HOPPER.md P15).

@@ -301,11 +301,48 @@ struct WgmmaBuilder {
   }
   Value mbar(int i) { return sh(g.add(base, g.idx(L.bar(i)))); }
   /// Spins until the phase of `bar` with parity `parity` (index 0/1) has
-  /// completed (a fresh barrier: parity 1 counts as completed).
-  void mbarWait(Value bar, Value parity) {
-    NVVM::MBarrierTryWaitParityOp::create(
-        b, loc, bar, arith::IndexCastOp::create(b, loc, i32, parity),
-        c32(0x989680));
+  /// completed (a fresh barrier: parity 1 counts as completed). Debug
+  /// kernels give up after spinLimit polls and report barrier `which`
+  /// (index) as rank -1 - which, `where` = {unit, b, h, hand-off}.
+  void mbarWait(Value bar, Value parity, Value which, ArrayRef<Value> where) {
+    Value par32 = arith::IndexCastOp::create(b, loc, i32, parity);
+    if (k.spinLimit <= 0) {
+      NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, par32, c32(0x989680));
+      return;
+    }
+    auto once = [&](OpBuilder &nb, Location l) { // one try, no loop
+      return LLVM::InlineAsmOp::create(
+                 nb, l, i32, ValueRange{bar, par32},
+                 "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, "
+                 "[$1], $2;\nselp.b32 $0, 1, 0, p;\n}",
+                 "=r,l,r", /*has_side_effects=*/true, false,
+                 LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+          .getResult(0);
+    };
+    auto loop = scf::WhileOp::create(
+        b, loc, TypeRange{i32, i64}, ValueRange{c32(0), c64(0)},
+        [&](OpBuilder &nb, Location l, ValueRange iter) {
+          Value done = once(nb, l);
+          Value wait = arith::AndIOp::create(
+              nb, l,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, done,
+                                    arith::ConstantIntOp::create(nb, l, 0, 32)),
+              arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::slt, iter[1],
+                  arith::ConstantIntOp::create(nb, l, k.spinLimit, 64)));
+          scf::ConditionOp::create(nb, l, wait, ValueRange{done, iter[1]});
+        },
+        [&](OpBuilder &nb, Location l, ValueRange iter) {
+          Value next = arith::AddIOp::create(
+              nb, l, iter[1], arith::ConstantIntOp::create(nb, l, 1, 64));
+          scf::YieldOp::create(nb, l, ValueRange{iter[0], next});
+        });
+    Value stuck = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        loop.getResult(0), c32(0));
+    g.when(stuck, [&] {
+      k.reportStuck(where, g.sub(g.idx(-1), which), parity,
+                    loop.getResult(1));
+    });
   }
   void mbarArrive(Value bar) {
     NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
@@ -485,7 +522,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
       Value hkv = g.div(it.h, g.div(H, Hkv));
       Value kv0 = g.mul(it.kv, g.idx(kBn));
       Value itemParity = g.rem(it.index, g.idx(2));
-      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity));
+      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
+                 g.idx(kEmptyKV), {unit, it.bb, it.h, first});
       g.when(lead, [&] {
         Value full = w.mbar(kFullKV);
         w.mbarExpect(full, 2 * L.kvBytes());
@@ -496,7 +534,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         Value n = g.add(first, step);
         Value stage = g.rem(n, g.idx(2));
         Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
-        w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity));
+        w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
+                   g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
         Value q0 = g.mul(visit(it, step), g.idx(bm));
         Value vOff = g.mul(stage, g.idx(bm * 4));
         // Opaque lane: hoisted row addresses would outlive 24 registers.
@@ -680,7 +719,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     Value hkv = g.div(it.h, g.div(H, Hkv));
     Value kv0 = g.mul(it.kv, g.idx(kBn));
     if (tma) { // the producer's K and V for this item
-      w.mbarWait(w.mbar(kFullKV), g.rem(it.index, g.idx(2)));
+      w.mbarWait(w.mbar(kFullKV), g.rem(it.index, g.idx(2)), g.idx(kFullKV),
+                 {unit, it.bb, it.h, first});
     } else {
       // Copies of an empty walk are still in flight; the previous item's
       // products are done with K, V and the Q/dO buffers.
@@ -713,7 +753,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             Value n = g.add(first, step);
             buf = g.rem(n, g.idx(2));
             w.mbarWait(w.mbar(kFullQ, buf),
-                       g.rem(g.div(n, g.idx(2)), g.idx(2)));
+                       g.rem(g.div(n, g.idx(2)), g.idx(2)),
+                       g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
             w.barSync(kBarMma, kMmaThreads);
           } else {
             buf = g.rem(step, g.idx(2));

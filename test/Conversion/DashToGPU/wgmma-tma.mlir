@@ -68,6 +68,14 @@
 // NOTWGMMA: error: 'dash.scheduled_attention_bwd' op loads=tma needs mma=wgmma (got mma=sync)
 // DEBUG: gpu.func @dash_bwd_main(
 // DEBUG-SAME: %arg16: memref<?xi64> {dash.name = "debug"}, %arg17: memref<64xi64> {dash.name = "tensor_maps"}
+// Debug kernels bound the mbarrier waits too: one try_wait per poll, give up
+// after the limit, record (rank = -1 - barrier index) and trap.
+// DEBUG: scf.while
+// DEBUG: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\0Aselp.b32 $0, 1, 0, p;\0A}", "=r,l,r"
+// DEBUG: arith.cmpi slt, %{{.*}}, %c100_i64 : i64
+// DEBUG: llvm.atomicrmw xchg
+// DEBUG: llvm.intr.trap
+// DEBUG-NOT: nvvm.mbarrier.try_wait.parity
 
 // PTX: .version 8.3
 // PTX: .visible .entry dash_bwd_main(
