@@ -1,0 +1,367 @@
+//===- WgmmaBuilder.h - Pieces of the WGMMA main kernel ---------*- C++ -*-===//
+//
+// Internal to lib/Conversion/DashToGPU: the WGMMA kernel's constants (tiles,
+// register split, named barriers, mbarriers), its shared-memory layout, and
+// WgmmaBuilder, the IR helpers it is built from (wgmma descriptors and ops,
+// swizzled addresses, cp.async and TMA copies, mbarrier waits). The kernel
+// itself (roles, walk, protocol) is MainWgmma.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DASH_LIB_CONVERSION_DASHTOGPU_WGMMABUILDER_H
+#define DASH_LIB_CONVERSION_DASHTOGPU_WGMMABUILDER_H
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::dash::detail::wgmma {
+constexpr int64_t kBn = 128; // KV tile rows (two warpgroups x 64)
+constexpr int64_t kMmaThreads = 256;
+constexpr int64_t kSyncThreads = kMmaThreads + 32; // MMA + one reducer warp
+constexpr int64_t kProducerWarp = 10; // loads=tma: after the two reducers
+static_assert(32 * kProducerWarp == kMmaThreads + 32 * 2,
+              "the producer is the warp after the two dQ reducer warps");
+constexpr int64_t kMmaRegs = 240, kReducerRegs = 24;
+// setmaxnreg only moves registers within the CTA's launch allocation (384
+// threads at one CTA per SM: 168 each); an increase that the pool cannot
+// cover spins forever.
+static_assert(kMmaRegs * 256 + kReducerRegs * 128 <= 168 * 384,
+              "setmaxnreg: more registers than the CTA was launched with");
+constexpr int64_t kAlign = 1024; // swizzle atom: 8 rows x 128 B
+
+// Named barriers (0 is __syncthreads).
+constexpr int kBarMma = 1;   // the 256 MMA threads
+// dQ staging buffer j (double-buffered): EMPTY (reducer -> MMA: free) and
+// FULL (MMA -> reducer: holds a tile) are barriers 2 + 6j and 3 + 6j.
+constexpr int kBarEmpty = 2;
+constexpr int kBarFull = 3;
+constexpr int kBarBufStride = 6;
+constexpr int64_t kDqBuffers = 2;
+
+// mbarriers of the TMA kernels (loads=tma), index into SmemLayout::bar:
+// FULL_Q / EMPTY_Q of the two Q/dO/lse/dPsum stages, FULL_KV / EMPTY_KV.
+constexpr int kFullQ = 0, kEmptyQ = 2, kFullKV = 4, kEmptyKV = 5,
+              kNumMbarriers = 6;
+
+/// Byte offsets of the shared buffers from the 1024-aligned base.
+struct SmemLayout {
+  int64_t d;
+  int64_t bm; // Q tile rows: 64, or 128 at D = 64
+  bool tma = false;
+  int64_t panels() const { return d / 64; }
+  int64_t kvBytes() const { return kBn * d * 2; }
+  int64_t qBytes() const { return bm * d * 2; }
+  int64_t k() const { return 0; }
+  int64_t v() const { return k() + kvBytes(); }
+  int64_t q(int64_t buf) const { return v() + kvBytes() + buf * qBytes(); }
+  int64_t dO(int64_t buf) const { return q(2) + buf * qBytes(); }
+  int64_t dsT() const { return dO(2); }
+  int64_t dQ(int64_t buf = 0) const {
+    return dsT() + kBn * bm * 2 + buf * bm * dQRow();
+  }
+  /// dQ staging rows are padded by 16 B: the fragment stores of 8 rows hit
+  /// different banks (a [64][D] f32 tile would be an 8-way conflict).
+  int64_t dQRow() const { return d * 4 + 16; }
+  int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
+  int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
+  int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }
+  int64_t end() const { return tma ? bar(kNumMbarriers) : dps(2); }
+};
+
+/// Builds the kernel body; one instance per kernel.
+struct WgmmaBuilder {
+  Kernel &k;
+  OpBuilder &b;
+  Location loc;
+  LoopGen &g;
+  MLIRContext *ctx;
+  ScheduledAttentionBwdOp op;
+  int64_t D;
+  SmemLayout L;
+  Type f32, i32, i64, bf16;
+  Value base; // index: 1024-aligned shared address of the buffers
+
+  WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
+               bool tma)
+      : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
+        D(d), L{d, bm, tma} {
+    f32 = b.getF32Type();
+    i32 = b.getI32Type();
+    i64 = b.getI64Type();
+    bf16 = b.getBF16Type();
+  }
+
+  Value c32(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 32); }
+  Value c64(int64_t v) { return arith::ConstantIntOp::create(b, loc, v, 64); }
+  Value toI64(Value idx) {
+    return arith::IndexCastOp::create(b, loc, i64, idx);
+  }
+  /// Shared pointer at byte address `addr` (index).
+  Value sh(Value addr) {
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+                                    toI64(addr));
+  }
+  /// Global pointer to element `indices` of a memref argument.
+  Value global(Arg a, ValueRange indices) {
+    return LLVM::AddrSpaceCastOp::create(b, loc,
+                                         LLVM::LLVMPointerType::get(ctx, 1),
+                                         k.elementPtr(k.arg(a), indices));
+  }
+  void ptx(StringRef code, ValueRange args = {}) {
+    NVVM::InlinePtxOp::create(b, loc, TypeRange{}, args, ValueRange{}, code,
+                              Value());
+  }
+  void barSync(int id, int64_t n) { barSync(c32(id), n); }
+  void barArrive(int id, int64_t n) { barArrive(c32(id), n); }
+  void barSync(Value id32, int64_t n) {
+    ptx("barrier.sync $0, $1;", {id32, c32(n)});
+  }
+  void barArrive(Value id32, int64_t n) {
+    ptx("barrier.arrive $0, $1;", {id32, c32(n)});
+  }
+  void syncWarp() {
+    NVVM::SyncWarpOp::create(b, loc, c32(-1));
+  }
+  void fenceAsyncShared() {
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  }
+
+  /// wgmma shared-memory descriptor of a 128B-swizzled operand at byte
+  /// address `addr`: LBO (leading byte offset: distance between 64-element
+  /// panels along M/N for MN-major operands; unused for K-major), SBO =
+  /// 1024 B (distance between 8-row groups), layout 1 = 128B swizzle.
+  Value desc(Value addr, int64_t lboBytes) {
+    int64_t fixed = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32) |
+                    ((lboBytes >> 4) << 16);
+    Value a = arith::ShRUIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, toI64(addr), c64(0x3FFFF)),
+        c64(4));
+    return arith::OrIOp::create(b, loc, a, c64(fixed));
+  }
+  /// Descriptor + a byte offset (multiple of 16) inside the same tile.
+  Value descAt(Value d, int64_t bytes) {
+    return bytes ? arith::AddIOp::create(b, loc, d, c64(bytes >> 4)).getResult()
+                 : d;
+  }
+
+  LLVM::LLVMStructType accType(int64_t n) {
+    return LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(n / 2, f32));
+  }
+  Value zeroAcc(int64_t n) { return LLVM::ZeroOp::create(b, loc, accType(n)); }
+  /// An accumulator whose value the next wgmma ignores (scale-d = 0).
+  Value freshAcc(int64_t n) {
+    return LLVM::PoisonOp::create(b, loc, accType(n));
+  }
+  /// acc += A B on one m64nNk16 (bf16 -> f32); `first`: acc = A B (scale-d
+  /// 0, acc's registers are not read). transA: A is M-major (else K-major);
+  /// transB: B is N-major (else K-major).
+  Value wgmma(Value acc, Value dA, Value dB, int64_t n, bool transA,
+              bool transB, bool first = false) {
+    return NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType(n), acc, dA, dB,
+        NVVM::MMAShapeAttr::get(ctx, 64, n, 16), NVVM::WGMMATypes::bf16,
+        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
+        first ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one,
+        transA ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        transB ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+        NVVM::MMAIntOverflowAttr());
+  }
+  /// `v` through a side-effecting register move: LLVM cannot hoist what is
+  /// computed from it out of the enclosing loop.
+  Value opaque(Value v) {
+    Value x = arith::IndexCastOp::create(b, loc, i32, v);
+    x = LLVM::InlineAsmOp::create(
+            b, loc, i32, ValueRange{x}, "mov.b32 $0, $1;", "=r,r",
+            /*has_side_effects=*/true, /*is_align_stack=*/false,
+            LLVM::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
+            /*operand_attrs=*/ArrayAttr())
+            .getResult(0);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+  }
+  /// acc += A B on one m64nNk16 with A (64 x 16 bf16) in registers: four
+  /// b32 words per thread in the accumulator fragment layout; B is N-major.
+  /// No NVVM op has the register-A form: inline PTX, the operand pattern of
+  /// the NVVM wgmma lowering (outputs tied to the accumulator inputs).
+  Value wgmmaRS(Value acc, ArrayRef<Value> a, Value dB, int64_t n) {
+    int64_t regs = n / 2;
+    std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
+                         std::to_string(2 * regs + 5) +
+                         ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                         std::to_string(n) + "k16.f32.bf16.bf16 {";
+    std::string cons;
+    for (int64_t i = 0; i < regs; ++i) {
+      asmStr += (i ? ", $" : "$") + std::to_string(i);
+      cons += "=f,";
+    }
+    asmStr += "}, {";
+    for (int64_t i = 0; i < 4; ++i)
+      asmStr += (i ? ", $" : "$") + std::to_string(2 * regs + i);
+    asmStr += "}, $" + std::to_string(2 * regs + 4) + ", p, 1, 1, 1;\n}\n";
+    for (int64_t i = 0; i < regs; ++i)
+      cons += std::to_string(i) + ",";
+    cons += "r,r,r,r,l,n";
+    SmallVector<Value> operands;
+    for (int64_t i = 0; i < regs; ++i)
+      operands.push_back(elem(acc, i));
+    operands.append(a.begin(), a.end());
+    operands.push_back(dB);
+    operands.push_back(c32(1)); // scale-d: accumulate
+    return LLVM::InlineAsmOp::create(
+               b, loc, accType(n), operands, asmStr, cons,
+               /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::TailCallKind::None,
+               LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+               ArrayAttr())
+        .getResult(0);
+  }
+  /// Two f32 as one b32 word of bf16 (x in the low half).
+  Value packBf16(Value x, Value y) {
+    Value v = vector::FromElementsOp::create(
+        b, loc, VectorType::get({2}, bf16),
+        ValueRange{arith::TruncFOp::create(b, loc, bf16, x),
+                   arith::TruncFOp::create(b, loc, bf16, y)});
+    return LLVM::BitcastOp::create(b, loc, i32, v);
+  }
+  Value elem(Value acc, int64_t r) {
+    return LLVM::ExtractValueOp::create(b, loc, acc, r);
+  }
+
+  /// Byte offset of element (row, col) in a swizzled [rows][D] tile whose
+  /// panels are `rows` x 128 B (col a multiple of 8: a 16-byte chunk).
+  Value swz(Value row, Value col, int64_t rows) {
+    Value panel = g.div(col, g.idx(64));
+    Value chunk = g.rem(g.div(col, g.idx(8)), g.idx(8));
+    Value sw = arith::XOrIOp::create(b, loc, chunk, g.rem(row, g.idx(8)));
+    return g.add(g.add(g.mul(panel, g.idx(rows * 128)),
+                       g.mul(row, g.idx(128))),
+                 g.mul(sw, g.idx(16)));
+  }
+
+  /// cp.async of rows [row0, row0 + rowsTile) of head `head` of BSHD tensor
+  /// `a` into the swizzled tile at `dst`; rows at or past `seqLen` are
+  /// zero-filled (their source address is clamped to a valid row).
+  void loadTile(Arg a, Value dst, Value bb, Value row0, Value head,
+                Value seqLen, int64_t rowsTile, Value tid) {
+    int64_t chunksPerRow = D / 8, total = rowsTile * chunksPerRow;
+    Value last = g.sub(seqLen, g.idx(1));
+    for (int64_t i = 0; i < total / kMmaThreads; ++i) {
+      Value e = g.add(tid, g.idx(i * kMmaThreads));
+      Value r = g.div(e, g.idx(chunksPerRow));
+      Value col = g.mul(g.rem(e, g.idx(chunksPerRow)), g.idx(8));
+      Value row = g.add(row0, r);
+      Value inside = g.lt(row, seqLen);
+      Value src = global(a, {bb, g.minIdx(row, last), head, col});
+      Value bytes = arith::SelectOp::create(b, loc, inside, c32(16), c32(0));
+      NVVM::CpAsyncOp::create(b, loc, sh(g.add(dst, swz(r, col, rowsTile))),
+                              src, 16, NVVM::LoadCacheModifierKind::CG, bytes);
+    }
+  }
+  // --- TMA kernels: mbarriers and tensor copies.
+  /// mbarrier `first + idx` (idx an index value: a stage) in shared memory.
+  Value mbar(int first, Value idx) {
+    return sh(g.add(g.add(base, g.idx(L.bar(first))), g.mul(idx, g.idx(8))));
+  }
+  Value mbar(int i) { return sh(g.add(base, g.idx(L.bar(i)))); }
+  /// Spins until the phase of `bar` with parity `parity` (index 0/1) has
+  /// completed (a fresh barrier: parity 1 counts as completed). Debug
+  /// kernels give up after spinLimit polls and report barrier `which`
+  /// (index) as rank -1 - which, `where` = {unit, b, h, hand-off}.
+  void mbarWait(Value bar, Value parity, Value which, ArrayRef<Value> where) {
+    Value par32 = arith::IndexCastOp::create(b, loc, i32, parity);
+    if (k.spinLimit <= 0) {
+      NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, par32, c32(0x989680));
+      return;
+    }
+    auto once = [&](OpBuilder &nb, Location l) { // one try, no loop
+      return LLVM::InlineAsmOp::create(
+                 nb, l, i32, ValueRange{bar, par32},
+                 "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, "
+                 "[$1], $2;\nselp.b32 $0, 1, 0, p;\n}",
+                 "=r,l,r", /*has_side_effects=*/true, false,
+                 LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+          .getResult(0);
+    };
+    auto loop = scf::WhileOp::create(
+        b, loc, TypeRange{i32, i64}, ValueRange{c32(0), c64(0)},
+        [&](OpBuilder &nb, Location l, ValueRange iter) {
+          Value done = once(nb, l);
+          Value wait = arith::AndIOp::create(
+              nb, l,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, done,
+                                    arith::ConstantIntOp::create(nb, l, 0, 32)),
+              arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::slt, iter[1],
+                  arith::ConstantIntOp::create(nb, l, k.spinLimit, 64)));
+          scf::ConditionOp::create(nb, l, wait, ValueRange{done, iter[1]});
+        },
+        [&](OpBuilder &nb, Location l, ValueRange iter) {
+          Value next = arith::AddIOp::create(
+              nb, l, iter[1], arith::ConstantIntOp::create(nb, l, 1, 64));
+          scf::YieldOp::create(nb, l, ValueRange{iter[0], next});
+        });
+    Value stuck = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        loop.getResult(0), c32(0));
+    g.when(stuck, [&] {
+      k.reportStuck(where, g.sub(g.idx(-1), which), parity,
+                    loop.getResult(1));
+    });
+  }
+  void mbarArrive(Value bar) {
+    NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
+  }
+  /// One arrival that also expects `bytes` more transaction bytes (TMA).
+  void mbarExpect(Value bar, int64_t bytes) {
+    NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar, c32(bytes),
+                                           NVVM::MemScopeKind::CTA, false,
+                                           Value());
+  }
+  /// Generic pointer to tensor map `i` (q, k, v, dO) in the workspace.
+  Value tensorMap(int i) {
+    Value addr = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, k.arg(kTensorMaps));
+    return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx),
+                                    toI64(g.add(addr, g.idx(128 * i))));
+  }
+  /// TMA of rows [row0, row0 + box rows) of head `head`, batch `bb` of map
+  /// `i` into the swizzled tile at `dst`: one 64-column panel per copy;
+  /// rows past S arrive as zeros. Completes on `bar`.
+  void tmaTile(int i, Value dst, Value bb, Value row0, Value head,
+               int64_t rowsTile, Value bar) {
+    Value map = tensorMap(i);
+    auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
+    auto i32of = [&](Value v) {
+      return arith::IndexCastOp::create(b, loc, i32, v).getResult();
+    };
+    for (int64_t p = 0; p < L.panels(); ++p) {
+      Value to = LLVM::AddrSpaceCastOp::create(
+          b, loc, cluster, sh(g.add(dst, g.idx(p * rowsTile * 128))));
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc, to, map,
+          ValueRange{c32(64 * p), i32of(row0), i32of(head), i32of(bb)}, bar,
+          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+          /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
+    }
+  }
+
+  /// cp.async of one f32 (element q0 + t) of a [B, H, S] workspace row
+  /// (4-byte copies: no alignment needed), zero past S_q.
+  void loadRowVector(Arg a, Value dst, Value bb, Value h, Value q0, Value Sq,
+                     Value t) {
+    Value row = g.add(q0, t);
+    Value inside = g.lt(row, Sq);
+    Value src = global(a, {bb, h, g.minIdx(row, g.sub(Sq, g.idx(1)))});
+    Value bytes = arith::SelectOp::create(b, loc, inside, c32(4), c32(0));
+    NVVM::CpAsyncOp::create(b, loc, sh(g.add(dst, g.mul(t, g.idx(4)))), src,
+                            4, NVVM::LoadCacheModifierKind::CA, bytes);
+  }
+};
+
+} // namespace mlir::dash::detail::wgmma
+
+#endif // DASH_LIB_CONVERSION_DASHTOGPU_WGMMABUILDER_H
