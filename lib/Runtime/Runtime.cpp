@@ -1234,33 +1234,30 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   // launch or sync after a trap is reported as the hang it is).
   if (debugKernel) {
     CUresult r = rt->drv.cuStreamSynchronize(stream);
-    if (rt->debugHost[0] == kDebugMagic && rt->debugHost[5] < 0) {
-      // A TMA kernel's mbarrier wait (rank = -1 - barrier index).
-      static const char *const kBarriers[] = {"FULL_Q[0]", "FULL_Q[1]",
-                                              "EMPTY_Q[0]", "EMPTY_Q[1]",
-                                              "FULL_KV", "EMPTY_KV"};
-      const int64_t *w = rt->debugHost, which = -1 - w[5];
-      std::string bar = which < 6 ? kBarriers[which] : "#" + str(which);
-      return fail(DASH_ERROR_HANG,
-                  "hang detected by debug kernel " + m.name + ": unit " +
-                      str(w[1]) + " waited on mbarrier " + bar +
-                      " (phase parity " + str(w[6]) + ") at b=" + str(w[2]) +
-                      ", h=" + str(w[3]) + ", hand-off " + str(w[4]) +
-                      " for " + str(w[7]) +
-                      " polls: a load or a release never arrived (the CUDA "
-                      "context is lost after the trap)");
-    }
     if (rt->debugHost[0] == kDebugMagic) {
       const int64_t *w = rt->debugHost;
-      return fail(DASH_ERROR_HANG,
-                  "hang detected by debug kernel " + m.name + ": unit " +
-                      str(w[1]) + " waited on dQ row tile (b=" + str(w[2]) +
-                      ", h=" + str(w[3]) + ", q=" + str(w[4]) +
-                      ") for rank " + str(w[5]) +
-                      " but its semaphore stayed at " + str(w[6]) + " after " +
-                      str(w[7]) +
-                      " polls: the rank order cannot complete (the CUDA "
-                      "context is lost after the trap)");
+      std::string wait;
+      if (w[5] < 0) { // a TMA kernel's mbarrier (rank = -1 - barrier index)
+        static const char *const kBarriers[] = {"FULL_Q[0]", "FULL_Q[1]",
+                                                "EMPTY_Q[0]", "EMPTY_Q[1]",
+                                                "FULL_KV", "EMPTY_KV"};
+        const int64_t which = -1 - w[5];
+        wait = std::string("mbarrier ") +
+               (which < 6 ? kBarriers[which] : "#" + str(which)) +
+               " (phase parity " + str(w[6]) + ") at b=" + str(w[2]) +
+               ", h=" + str(w[3]) + ", hand-off " + str(w[4]) + " for " +
+               str(w[7]) + " polls: a load or a release never arrived";
+      } else {
+        wait = "dQ row tile (b=" + str(w[2]) + ", h=" + str(w[3]) +
+               ", q=" + str(w[4]) + ") for rank " + str(w[5]) +
+               " but its semaphore stayed at " + str(w[6]) + " after " +
+               str(w[7]) + " polls: the rank order cannot complete";
+      }
+      return fail(DASH_ERROR_HANG, "hang detected by debug kernel " + m.name +
+                                       ": unit " + str(w[1]) + " waited on " +
+                                       wait +
+                                       " (the CUDA context is lost after "
+                                       "the trap)");
     }
     if (launched != DASH_SUCCESS)
       return launched;

@@ -148,7 +148,7 @@ struct ConvertDashToGPUPass
     else if (useSync)
       buildMainMmaSync(b, loc, argTypes, op, D, nthreads, debugSpinLimit);
     else
-      buildMainSimt(b, loc, argTypes, op, D, bm, bn, eltBytes, nthreads,
+      buildMainSimt(b, loc, argTypes, op, D, bm, bn, nthreads,
                     debugSpinLimit);
     buildPostprocess(b, loc, argTypes, D, nthreads, /*dkdvDirect=*/useWgmma);
     op.erase();

@@ -83,11 +83,15 @@ inline SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d,
   return types;
 }
 
+inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
+                                   ArrayRef<Type> argTypes, int64_t threads);
+
 /// Per-kernel context: the builder, thread coordinates, arguments.
 struct Kernel {
   OpBuilder &b;
   Location loc;
   LoopGen g;
+  gpu::GPUFuncOp func;
   Block::BlockArgListType args;
   int64_t threads;
   Value tid, T;
@@ -95,12 +99,24 @@ struct Kernel {
   /// > 0: a bounded spin that reports and traps instead of hanging.
   int64_t spinLimit = 0;
 
+  /// Creates kernel `name` (createKernel) and builds into its body from
+  /// here on; the caller holds an InsertionGuard.
+  Kernel(OpBuilder &b, Location loc, StringRef name, ArrayRef<Type> argTypes,
+         int64_t threads, int64_t spinLimit = 0)
+      : Kernel(b, loc, enter(b, loc, name, argTypes, threads), threads,
+               spinLimit) {}
   Kernel(OpBuilder &b, Location loc, gpu::GPUFuncOp func, int64_t threads,
          int64_t spinLimit = 0)
-      : b(b), loc(loc), g{b, loc}, args(func.getArguments()),
+      : b(b), loc(loc), g{b, loc}, func(func), args(func.getArguments()),
         threads(threads), spinLimit(spinLimit) {
     tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     T = g.idx(threads);
+  }
+  static gpu::GPUFuncOp enter(OpBuilder &b, Location loc, StringRef name,
+                              ArrayRef<Type> argTypes, int64_t threads) {
+    auto f = createKernel(b, loc, name, argTypes, threads);
+    b.setInsertionPointToStart(&f.getBody().front());
+    return f;
   }
   Value arg(Arg a) {
     if (a == kTensorMaps) {
@@ -303,6 +319,38 @@ struct Kernel {
     map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
     return map;
   }
+  /// The unit's walk as the schedule regions say it: how many items, and
+  /// item `item` = (b, h, KV tile, number of Q-tile steps).
+  struct WorkItem {
+    Value bb, h, kv, len;
+  };
+  Value numItems(ScheduledAttentionBwdOp op, RegionMapping &map, Value unit) {
+    return inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
+  }
+  WorkItem workItem(ScheduledAttentionBwdOp op, RegionMapping &map,
+                    Value unit, Value item) {
+    SmallVector<Value> w =
+        inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
+    return {w[0], w[1], w[2], w[3]};
+  }
+  /// A `shape` x `elt` view of the dynamic shared window, placed after the
+  /// views taken before it (sharedUsed bytes so far).
+  Value sharedView(ArrayRef<int64_t> shape, Type elt) {
+    if (!sharedWindow)
+      sharedWindow = dynamicShared();
+    auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
+                                         gpu::AddressSpace::Workgroup);
+    Value v = memref::ViewOp::create(
+        b, loc, MemRefType::get(shape, elt, nullptr, wg), sharedWindow,
+        g.idx(sharedUsed), ValueRange{});
+    int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
+    for (int64_t n : shape)
+      bytes *= n;
+    sharedUsed += bytes;
+    return v;
+  }
+  Value sharedWindow;
+  int64_t sharedUsed = 0;
   /// The dynamic shared-memory window as i8 bytes.
   Value dynamicShared() {
     auto wg = gpu::AddressSpaceAttr::get(b.getContext(),
@@ -348,7 +396,7 @@ void buildPostprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
 /// The CUDA-core main kernel (MainSimt.cpp): any tile, `threads` threads.
 void buildMainSimt(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                    ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
-                   int64_t bn, int64_t eltBytes, int64_t threads,
+                   int64_t bn, int64_t threads,
                    int64_t spinLimit);
 /// The mma.sync main kernel (MainMmaSync.cpp): 64x64 tiles, 256 threads.
 void buildMainMmaSync(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,

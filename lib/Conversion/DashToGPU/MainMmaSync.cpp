@@ -28,9 +28,7 @@ void mlir::dash::detail::buildMainMmaSync(OpBuilder &b, Location loc,
                                           int64_t debugSpinLimit) {
   constexpr int64_t bm = 64, bn = 64;
   OpBuilder::InsertionGuard guard(b);
-  auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
-  b.setInsertionPointToStart(&func.getBody().front());
-  Kernel k(b, loc, func, threads, debugSpinLimit);
+  Kernel k(b, loc, "dash_bwd_main", argTypes, threads, debugSpinLimit);
   LoopGen &g = k.g;
   MLIRContext *ctx = b.getContext();
   Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
@@ -39,27 +37,16 @@ void mlir::dash::detail::buildMainMmaSync(OpBuilder &b, Location loc,
   bool det = op.getDeterministic();
   bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
 
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Value base = k.dynamicShared();
   // Rows are padded by 8 elements (16 B) so the 8 row addresses of an
   // ldmatrix land in 8 different bank groups (no conflicts).
-  int64_t offset = 0;
   auto view = [&](int64_t rows, int64_t cols) {
-    Value v = memref::ViewOp::create(
-        b, loc,
-        MemRefType::get({rows, cols + kPad}, elt, nullptr, wg), base,
-        g.idx(offset), ValueRange{});
-    offset += rows * (cols + kPad) * 2;
-    return v;
+    return k.sharedView({rows, cols + kPad}, elt);
   };
   Value Kt = view(bn, D), Vt = view(bn, D), Qs = view(bm, D),
         dOs = view(bm, D), Pt = view(bn, bm), dSt = view(bn, bm),
         dSs = view(bm, bn);
-  Value dQs = memref::ViewOp::create(
-      b, loc, MemRefType::get({bm, D}, f32, nullptr, wg), base,
-      g.idx(offset), ValueRange{});
-  offset += bm * D * 4;
-  assert(offset == mmaSharedBytes(D) && "shared-memory size out of sync");
+  Value dQs = k.sharedView({bm, D}, f32);
+  assert(k.sharedUsed == mmaSharedBytes(D) && "shared-memory size out of sync");
 
   Value Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), Sk = k.dim(kK, 1),
         Hkv = k.dim(kK, 2);
@@ -190,11 +177,9 @@ void mlir::dash::detail::buildMainMmaSync(OpBuilder &b, Location loc,
     });
   };
 
-  Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
-  g.loop(numItems, [&](Value item) {
-    SmallVector<Value> w =
-        inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
-    Value bb = w[0], h = w[1], kv = w[2], len = w[3];
+  g.loop(k.numItems(op, map, unit), [&](Value item) {
+    Kernel::WorkItem w = k.workItem(op, map, unit, item);
+    Value bb = w.bb, h = w.h, kv = w.kv, len = w.len;
     Value hkv = g.div(h, g.div(H, Hkv));
     Value kv0 = g.mul(kv, g.idx(bn));
     Value kvRows = g.minIdx(g.idx(bn), g.sub(Sk, kv0));

@@ -18,14 +18,11 @@ void mlir::dash::detail::buildMainSimt(OpBuilder &b, Location loc,
                                        ArrayRef<Type> argTypes,
                                        ScheduledAttentionBwdOp op, int64_t D,
                                        int64_t bm, int64_t bn,
-                                       int64_t eltBytes, int64_t threads,
+                                       int64_t threads,
                                        int64_t debugSpinLimit) {
   OpBuilder::InsertionGuard guard(b);
-  auto func = createKernel(b, loc, "dash_bwd_main", argTypes, threads);
-  b.setInsertionPointToStart(&func.getBody().front());
-  Kernel k(b, loc, func, threads, debugSpinLimit);
+  Kernel k(b, loc, "dash_bwd_main", argTypes, threads, debugSpinLimit);
   LoopGen &g = k.g;
-  MLIRContext *ctx = b.getContext();
   Type elt = cast<MemRefType>(argTypes[kQ]).getElementType();
   Type f32 = b.getF32Type();
   bool causal = op.getMask() == Mask::Causal;
@@ -33,20 +30,8 @@ void mlir::dash::detail::buildMainSimt(OpBuilder &b, Location loc,
   bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
 
   // Shared memory: K, V (input type) then P, dS (f32).
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Value base = k.dynamicShared();
-  int64_t offset = 0;
-  auto view = [&](ArrayRef<int64_t> shape, Type t, int64_t bytes) {
-    Value v = memref::ViewOp::create(b, loc,
-                                     MemRefType::get(shape, t, nullptr, wg),
-                                     base, g.idx(offset), ValueRange{});
-    offset += bytes;
-    return v;
-  };
-  Value Kt = view({bn, D}, elt, bn * D * eltBytes);
-  Value Vt = view({bn, D}, elt, bn * D * eltBytes);
-  Value P = view({bm, bn}, f32, bm * bn * 4);
-  Value dS = view({bm, bn}, f32, bm * bn * 4);
+  Value Kt = k.sharedView({bn, D}, elt), Vt = k.sharedView({bn, D}, elt);
+  Value P = k.sharedView({bm, bn}, f32), dS = k.sharedView({bm, bn}, f32);
 
   Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
         Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
@@ -58,11 +43,9 @@ void mlir::dash::detail::buildMainSimt(OpBuilder &b, Location loc,
 
   RegionMapping map = k.scheduleMapping(op);
 
-  Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
-  g.loop(numItems, [&](Value item) {
-    SmallVector<Value> w =
-        inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
-    Value bb = w[0], h = w[1], kv = w[2], len = w[3];
+  g.loop(k.numItems(op, map, unit), [&](Value item) {
+    Kernel::WorkItem w = k.workItem(op, map, unit, item);
+    Value bb = w.bb, h = w.h, kv = w.kv, len = w.len;
     Value hkv = g.div(h, g.div(H, Hkv));
     Value kv0 = g.mul(kv, cBn);
     Value kvRows = g.minIdx(cBn, g.sub(Sk, kv0));

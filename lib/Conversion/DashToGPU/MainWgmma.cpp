@@ -53,13 +53,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                         ScheduledAttentionBwdOp op, int64_t D,
                                         int64_t spinLimit, bool tma) {
   OpBuilder::InsertionGuard guard(b);
-  auto func =
-      createKernel(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads);
+  Kernel k(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads, spinLimit);
   // One CTA per SM: lets ptxas honour setmaxnreg beyond the 168 registers
   // that 384 threads get at entry.
-  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  b.setInsertionPointToStart(&func.getBody().front());
-  Kernel k(b, loc, func, kWgmmaThreads, spinLimit);
+  k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   const int64_t bm = op.getTiling().getBlockM();
   WgmmaBuilder w(k, op, D, bm, tma);
   LoopGen &g = k.g;
@@ -92,15 +89,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // `first` counts the unit's steps before the item: step s of the item is
   // hand-off number first + s (its dQ staging buffer is that mod 2).
   auto forItems = [&](function_ref<void(const Item &, Value first)> body) {
-    Value numItems = inlineScheduleRegion(b, op.getItems(), {unit}, map)[0];
+    Value numItems = k.numItems(op, map, unit);
     scf::ForOp::create(
         b, loc, g.idx(0), numItems, g.idx(1), ValueRange{g.idx(0)},
         [&](OpBuilder &nb, Location, Value item, ValueRange count) {
           OpBuilder::InsertionGuard ig(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          SmallVector<Value> it =
-              inlineScheduleRegion(b, op.getWork(), {unit, item}, map);
-          Item item4{it[0], it[1], it[2], it[3], item};
+          Kernel::WorkItem it = k.workItem(op, map, unit, item);
+          Item item4{it.bb, it.h, it.kv, it.len, item};
           body(item4, count[0]);
           scf::YieldOp::create(b, loc, g.add(count[0], item4.len));
         });

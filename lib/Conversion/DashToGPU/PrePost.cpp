@@ -141,9 +141,7 @@ void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
                     ArrayRef<Type> argTypes, int64_t D, int64_t threads,
                     function_ref<void(Kernel &, RowAccess &)> body) {
   OpBuilder::InsertionGuard guard(b);
-  auto func = createKernel(b, loc, name, argTypes, threads);
-  b.setInsertionPointToStart(&func.getBody().front());
-  Kernel k(b, loc, func, threads);
+  Kernel k(b, loc, name, argTypes, threads);
   RowAccess row(k, D, cast<MemRefType>(argTypes[kQ]).getElementType());
   body(k, row);
   gpu::ReturnOp::create(b, loc);
