@@ -109,7 +109,8 @@ void ::dash::buildDashPipeline(OpPassManager &pm,
   nvvm.cubinChip = gpu.arch;
   // TMA kernels fence the tensor maps (fence.proxy.tensormap, PTX ISA 8.3):
   // the default ISA is raised for them rather than failing in the backend.
-  nvvm.cubinFeatures = gpu.loads == "tma" && gpu.features == "+ptx80"
+  bool tma = gpu.loads == "tma" || (gpu.loads.empty() && gpu.mma == "wgmma");
+  nvvm.cubinFeatures = tma && gpu.features == "+ptx80"
                            ? std::string("+ptx83")
                            : gpu.features;
   nvvm.optLevel = gpu.optLevel;
@@ -173,9 +174,10 @@ struct GPUPipelineCLOptions : public ScheduleCLOptions<GPUPipelineCLOptions> {
                           llvm::cl::init("wgmma")};
   Option<std::string> loads{
       *this, "loads",
-      llvm::cl::desc("wgmma: Q/dO/K/V by cp-async (MMA threads) | tma "
-                     "(producer warp, runtime tensor maps)"),
-      llvm::cl::init("cp-async")};
+      llvm::cl::desc("Q/dO/K/V by cp-async (MMA threads) | tma (wgmma "
+                     "only: producer warp, runtime tensor maps); unset: tma "
+                     "for wgmma, cp-async otherwise"),
+      llvm::cl::init("")};
 };
 } // namespace
 

@@ -15,8 +15,18 @@
 // RUN: dash-opt %s --dash-pipeline="policy=descending mma=sync format=isa dump-dir=%t/dump3" -o %t/sync.mlir
 // RUN: FileCheck %s --check-prefix=SYNCTILE --input-file=%t/dump3/01-scheduled.mlir
 // SYNCTILE: #dash.tiling<block_m = 64, block_n = 64, stages = 2>
+// The sync family loads by cp.async (ISA 8.0); cp-async wgmma kernels too.
+// RUN: FileCheck %s --check-prefix=SYNC --input-file=%t/sync.mlir
+// SYNC: features = "+ptx80"
+// RUN: dash-opt %s --dash-pipeline="policy=descending loads=cp-async format=isa" -o %t/cpasync.mlir
+// RUN: python3 %dash_src_root/scripts/extract-binary %t/cpasync.mlir %t/cpasync.ptx
+// RUN: FileCheck %s --check-prefix=CPASYNC --input-file=%t/cpasync.ptx
+// CPASYNC: .version 8.0
+// CPASYNC: cp.async.cg.shared.global
 
-// CHECK: gpu.binary @dash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
+// The wgmma kernels load by TMA unless told otherwise: the PTX ISA is raised
+// to 8.3 (fence.proxy.tensormap).
+// CHECK: gpu.binary @dash_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx83">
 // DUMP: 01-scheduled.mlir
 // DUMP: 02-materialized.mlir
 // DUMP: 03-gpu.mlir
@@ -26,7 +36,7 @@
 // PTX: .visible .entry dash_bwd_main(
 // PTX-DAG: setmaxnreg.inc.sync.aligned.u32 240
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// PTX-DAG: cp.async.cg.shared.global
+// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: ld.acquire.gpu.b32
 // PTX-DAG: ex2.approx.ftz.f32
 // PTX-DAG: fence.acq_rel.gpu

@@ -78,10 +78,11 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "cp.async prefetch, a dQ-reducer warp; 64x128 tiles, bf16), sync "
            "(mma.sync m16n8k16; 64x64 tiles, 256 threads) or simt "
            "(CUDA-core FMA, any tile)">,
-    Option<"loads", "loads", "std::string", /*default=*/"\"cp-async\"",
-           "mma=wgmma only: how Q, dO, K, V reach shared memory: cp-async "
-           "(issued by the MMA threads, one step ahead) or tma (a producer "
-           "warp, tensor maps from the runtime, full/empty mbarriers)">,
+    Option<"loads", "loads", "std::string", /*default=*/"\"\"",
+           "how Q, dO, K, V reach shared memory: cp-async (issued by the "
+           "MMA threads, one step ahead) or tma (mma=wgmma only: a producer "
+           "warp, tensor maps from the runtime, full/empty mbarriers); "
+           "unset: tma for wgmma, cp-async for sync and simt">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "

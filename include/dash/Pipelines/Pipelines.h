@@ -32,7 +32,7 @@ struct GPUPipelineOptions {
   std::string format = "bin"; // isa (PTX text), bin (cubin), fatbin
   int64_t threads = 0;        // 0: the mma mode's own count
   std::string mma = "wgmma";  // wgmma | sync | simt (convert-dash-to-gpu)
-  std::string loads = "cp-async"; // wgmma: cp-async | tma
+  std::string loads; // cp-async | tma (wgmma only); empty: tma for wgmma
   std::string dumpDir;        // if set: the IR after each stage
 };
 

@@ -63,8 +63,10 @@ struct ConvertDashToGPUPass
     if (!useSync && !useWgmma && mma != "simt")
       return op.emitOpError() << "unknown mma mode '" << mma
                               << "'; expected wgmma, sync or simt";
-    bool tma = loads == "tma";
-    if (!tma && loads != "cp-async")
+    // loads unset: the mode's own (wgmma: tma, measured faster in every
+    // d = 128 cell, bench/NOTES.md; sync and simt: cp-async).
+    bool tma = loads == "tma" || (loads.empty() && useWgmma);
+    if (!tma && !loads.empty() && loads != "cp-async")
       return op.emitOpError() << "unknown loads mode '" << loads
                               << "'; expected cp-async or tma";
     if (tma && !useWgmma)

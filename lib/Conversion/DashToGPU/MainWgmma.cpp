@@ -200,6 +200,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                               /*noinc=*/true);
         g.when(lead, [&] {
           Value full = w.mbar(kFullQ, stage);
+          // The step's Q tile for the MMA threads, released by the arrival.
+          LLVM::StoreOp::create(
+              b, loc, arith::IndexCastOp::create(b, loc, w.i32, visit(it, step)),
+              w.sh(g.add(at(L.stepTile(0)), g.mul(stage, g.idx(4)))), 4);
           w.mbarExpect(full, 2 * L.qBytes());
           Value qOff = g.mul(stage, g.idx(L.qBytes()));
           w.tmaTile(0, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, bm, full);
@@ -392,20 +396,25 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           tid = w.opaque(tidMma);
           w.base = w.opaque(baseMma);
           threadValues(tid);
-          Value qt = visit(it, step);
-          Value q0 = g.mul(qt, g.idx(bm));
-          Value buf;
+          Value qt, buf;
           if (tma) {
-            // Stage n % 2 of the unit's step n holds this step's tiles once
-            // its FULL phase n / 2 completes; the barrier keeps the other
-            // warpgroup's dQ of the previous step ahead of our dS^T stores.
+            // Stage n % 2 of the unit's step n holds this step's tiles and
+            // Q tile index once its FULL phase n / 2 completes. No barrier
+            // here: S^T and dP^T may go to the tensor cores while the other
+            // warpgroup still finishes the previous step (see the dS^T
+            // stores).
             Value n = g.add(first, step);
             buf = g.rem(n, g.idx(2));
             w.mbarWait(w.mbar(kFullQ, buf),
                        g.rem(g.div(n, g.idx(2)), g.idx(2)),
                        g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
-            w.barSync(kBarMma, kMmaThreads);
+            qt = arith::IndexCastOp::create(
+                b, loc, b.getIndexType(),
+                LLVM::LoadOp::create(
+                    b, loc, w.i32,
+                    w.sh(g.add(at(L.stepTile(0)), g.mul(buf, g.idx(4)))), 4));
           } else {
+            qt = visit(it, step);
             buf = g.rem(step, g.idx(2));
             // This step's tiles have landed (every thread's copies), and
             // everyone is done with the previous step's buffers.
@@ -418,14 +427,18 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             });
           }
 
+          Value q0 = g.mul(qt, g.idx(bm));
+
           // S^T and dP^T (K = D).
-          Value qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
-          Value kRowsDesc = rowsDesc(L.k()), vRowsDesc = rowsDesc(L.v());
+          WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
+          WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
+                             vRowsDesc = rowsDesc(L.v());
           // Two groups: P = exp2(...) of S^T runs while dP^T is on the
           // tensor cores.
           // One committed group of A_w B^T over K = D (K-major A and B:
           // k-step kk is 32 B into panel kk / 4).
-          auto rowsTimesQT = [&](Value aDesc, Value bDesc) {
+          auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
+                                 WgmmaBuilder::Desc bDesc) {
             Value acc = w.freshAcc(bm);
             for (int64_t kk = 0; kk < D / 16; ++kk) {
               int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
@@ -463,19 +476,29 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             LLVM::StoreOp::create(b, loc, pair,
                                   w.sh(g.add(at(off), byteOff)), 4);
           };
+          auto i32of = [&](Value v) -> Value {
+            return arith::IndexCastOp::create(b, loc, w.i32, v);
+          };
+          struct {
+            Value q0, kv0, sq, sk, off;
+          } m{i32of(q0), i32of(g.add(kv0, wgRows)), i32of(Sq), i32of(Sk),
+              i32of(off)};
           auto pPass = [&](bool masked) {
             SmallVector<Value> P;
             for (int64_t r = 0; r < bm / 2; ++r) {
               Value qc = colOf(r);
               Value lse = LLVM::LoadOp::create(
                   b, loc, w.f32, w.sh(g.add(lseBase, g.mul(qc, g.idx(4)))));
-              Value p = k.exp2(g.sub(g.mul(w.elem(S, r), scaleLog2), lse));
-              if (masked) {
-                Value gq = g.add(q0, qc);
-                Value gkv = g.add(kv0, g.add(wgRows, rowOf(r)));
-                Value valid = g.andI(g.lt(gq, Sq), g.lt(gkv, Sk));
+              // One FFMA: S * scale * log2(e) - lse_log2.
+              Value p = k.exp2(LLVM::FMAOp::create(
+                  b, loc, w.elem(S, r), scaleLog2,
+                  arith::NegFOp::create(b, loc, lse)));
+              if (masked) { // 32-bit: positions are below S < 2^31
+                Value gq = g.add(m.q0, i32of(qc));
+                Value gkv = g.add(m.kv0, i32of(rowOf(r)));
+                Value valid = g.andI(g.lt(gq, m.sq), g.lt(gkv, m.sk));
                 if (causal)
-                  valid = g.andI(valid, g.causalVisible(gkv, gq, off));
+                  valid = g.andI(valid, g.causalVisible(gkv, gq, m.off));
                 p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
               }
               P.push_back(p);
@@ -499,6 +522,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             pPass(false);
           }
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          // TMA kernels: the other warpgroup's dQ of the previous step reads
+          // all of dS^T; it has completed once that warpgroup reaches this
+          // barrier (cp.async kernels pass the same point at the step top).
+          if (tma)
+            w.barSync(kBarMma, kMmaThreads);
           // dS^T goes to shared memory for dQ; P^T and dS^T also stay in
           // registers as bf16 pairs: the S^T accumulator fragment is the A
           // fragment of dV += P^T dO (and dK += dS^T Q), k-slice kk being
@@ -537,7 +565,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           w.barSync(kBarMma, kMmaThreads);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value dq = w.freshAcc(dqN);
-          Value dsMDesc = dqADesc(), kB = dqBDesc();
+          WgmmaBuilder::Desc dsMDesc = dqADesc(), kB = dqBDesc();
           for (int64_t kk = 0; kk < kBn / 16; ++kk)
             dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
                          w.descAt(kB, kk * 16 * 128), dqN, true, true,

@@ -60,13 +60,18 @@ struct SmemLayout {
   int64_t dQ(int64_t buf = 0) const {
     return dsT() + kBn * bm * 2 + buf * bm * dQRow();
   }
-  /// dQ staging rows are padded by 16 B: the fragment stores of 8 rows hit
-  /// different banks (a [64][D] f32 tile would be an 8-way conflict).
-  int64_t dQRow() const { return d * 4 + 16; }
+  /// dQ staging rows are padded by 32 B: a half-warp's 8-byte fragment
+  /// stores (4 rows x 32 B) then hit 32 different banks (unpadded, a
+  /// [64][D] f32 tile is an 8-way conflict; 16 B of padding left 2-way).
+  int64_t dQRow() const { return d * 4 + 32; }
   int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
   int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }
-  int64_t end() const { return tma ? bar(kNumMbarriers) : dps(2); }
+  /// TMA kernels: the Q tile index of the step in stage `buf` (i32, written
+  /// by the producer before its FULL_Q arrival): the MMA threads read the
+  /// schedule's walk instead of evaluating it.
+  int64_t stepTile(int64_t buf) const { return bar(kNumMbarriers) + 4 * buf; }
+  int64_t end() const { return tma ? stepTile(2) : dps(2); }
 };
 
 /// Builds the kernel body; one instance per kernel.
@@ -133,18 +138,27 @@ struct WgmmaBuilder {
   /// address `addr`: LBO (leading byte offset: distance between 64-element
   /// panels along M/N for MN-major operands; unused for K-major), SBO =
   /// 1024 B (distance between 8-row groups), layout 1 = 128B swizzle.
-  Value desc(Value addr, int64_t lboBytes) {
-    int64_t fixed = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32) |
-                    ((lboBytes >> 4) << 16);
-    Value a = arith::ShRUIOp::create(
-        b, loc, arith::AndIOp::create(b, loc, toI64(addr), c64(0x3FFFF)),
-        c64(4));
-    return arith::OrIOp::create(b, loc, a, c64(fixed));
+  /// Only the low word (start address >> 4, LBO >> 4) varies: it is built
+  /// and offset in 32 bits and joined to the constant high word at each use,
+  /// so a descriptor costs one register and no 64-bit carry chains.
+  struct Desc {
+    Value lo; // i32
+  };
+  Desc desc(Value addr, int64_t lboBytes) {
+    Value a = arith::IndexCastOp::create(b, loc, i32, addr);
+    a = arith::ShRUIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, a, c32(0x3FFFF)), c32(4));
+    return {arith::OrIOp::create(b, loc, a, c32((lboBytes >> 4) << 16))};
   }
-  /// Descriptor + a byte offset (multiple of 16) inside the same tile.
-  Value descAt(Value d, int64_t bytes) {
-    return bytes ? arith::AddIOp::create(b, loc, d, c64(bytes >> 4)).getResult()
-                 : d;
+  /// The 64-bit descriptor `bytes` (a multiple of 16) into the same tile:
+  /// shared addresses stay below 2^18, so the low word never carries.
+  Value descAt(Desc d, int64_t bytes) {
+    constexpr int64_t kHigh = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32);
+    Value lo = bytes ? arith::AddIOp::create(b, loc, d.lo, c32(bytes >> 4))
+                           .getResult()
+                     : d.lo;
+    return arith::OrIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i64, lo), c64(kHigh));
   }
 
   LLVM::LLVMStructType accType(int64_t n) {

@@ -14,7 +14,7 @@
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
 
-// CHECK: dash.config = {{{.*}}loads = "tma"{{.*}}shared_bytes = 217136 : i64
+// CHECK: dash.config = {{{.*}}loads = "tma"{{.*}}shared_bytes = 219192 : i64
 // CHECK: gpu.func @dash_bwd_main(
 // CHECK-SAME: %arg16: memref<64xi64> {dash.name = "tensor_maps"}
 // Thread 0: FULL_Q (expect-tx + 32 cp.async arrivals), EMPTY_Q (256 MMA
@@ -29,14 +29,24 @@
 // CHECK-NEXT: nvvm.fence.mbarrier.init
 // CHECK: gpu.barrier
 // MMA threads: no cp.async; wait for K/V (FULL_KV), per step for the stage
-// (FULL_Q) and the other warpgroup, release the stage after the step's last
-// wgmma wait, and K/V after the walk.
+// (FULL_Q), whose Q tile index they read from shared memory (the producer
+// evaluates the schedule), then S^T and dP^T go to the tensor cores with no
+// barrier in between; the other warpgroup is waited for only before the
+// dS^T stores. The stage is released after the step's last wgmma wait, K/V
+// after the walk.
 // CHECK: nvvm.setmaxregister  increase 240
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: scf.for
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NOT: barrier.sync
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK-NOT: barrier.sync
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK-NOT: barrier.sync
+// CHECK: llvm.intr.fma
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
@@ -59,7 +69,9 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca
 // CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
-// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+// Lane 0 stores the step's Q tile index, then arrives (a release).
+// CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: gpu.func @dash_bwd_postprocess(
 // CHECK-SAME: memref<64xi64> {dash.name = "tensor_maps"}

@@ -1,17 +1,17 @@
 // The warp-specialised WGMMA main kernel (the default mma=wgmma): two MMA
 // warpgroups on 64x128 tiles and a dQ-reducer warp, hand-offs on named
 // barriers, operands in 128B-swizzled shared tiles filled by cp.async.
-// RUN: dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=symmetric-shift --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
-// RUN: dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="debug-spin-limit=5000" --canonicalize --cse | FileCheck %s --check-prefix=DEBUG
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=symmetric-shift --dash-materialize-schedule --convert-dash-to-gpu=loads=cp-async --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=cp-async --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+// RUN: dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu="loads=cp-async debug-spin-limit=5000" --canonicalize --cse | FileCheck %s --check-prefix=DEBUG
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not dash-opt %s --dash-tile="block-m=128 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu 2>&1 | FileCheck %s --check-prefix=TILE128
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=threads=256 2>&1 | FileCheck %s --check-prefix=THREADS
 // D = 64 takes 128-row Q tiles: S^T is m64n128 and dQ is split by rows
-// (each warpgroup 64 Q rows, all 64 columns), staging rows of 64 x 4 + 16 B.
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D64
+// (each warpgroup 64 Q rows, all 64 columns), staging rows of 64 x 4 + 32 B.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=cp-async --canonicalize --cse | FileCheck %s --check-prefix=D64
 
-// CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}dkdv_direct = true{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 217088 : i64, threads = 384 : i64}
+// CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}dkdv_direct = true{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 219136 : i64, threads = 384 : i64}
 // CHECK: gpu.func @dash_bwd_main(
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32
 // The role is the warpgroup index broadcast from lane 0 (warp-uniform).
@@ -67,7 +67,9 @@
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // Staging buffer j = hand-off % 2 free (EMPTY, barrier 2 + 6j) -> store the
 // partial -> FULL (barrier 3 + 6j).
+// Staging rows are D x 4 + 32 = 544 B apart (half-warp stores conflict-free).
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
+// CHECK: arith.muli %{{.*}}, %c544 : index
 // CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
@@ -133,6 +135,7 @@
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // D64: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $69, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// D64: arith.muli %{{.*}}, %c288 : index
 // D64: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c256_i32
 
 // TILE: error: 'dash.scheduled_attention_bwd' op mma=wgmma needs 128-row KV tiles, 64-row Q tiles (or 128 at D = 64) and bf16 (got 64x64 at D = 128, 'bf16'); use dash-tile="block-m=64 block-n=128"
