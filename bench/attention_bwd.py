@@ -6,13 +6,14 @@ b = 16384 / s and h = 2048 / d (bf16): DASH with each legal schedule and
 auto, deterministic on and off; PyTorch SDPA flash, cuDNN and efficient
 backends, and FlexAttention (compiled once per shape, dynamic=False).
 Backward only (our pre/postprocess kernels included), median of >= 30 timed
-runs after warm-up, TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
+runs after warm-up, the implementations of a cell timed round-robin (one
+call of each per round: drift shifts them alike), TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
 a bitwise-determinism column for every implementation, workspace bytes and
 peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists).
 
   PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
       [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
-      [--policies auto,all] [--no-flex] [--commit SHA]
+      [--all-policies] [--no-flex] [--commit SHA]
 """
 import argparse
 import json
@@ -41,18 +42,27 @@ POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
 
 
 def timed(fn, runs, warmup=3):
-    for _ in range(warmup):
-        fn()
+    return timed_interleaved([fn], runs, warmup)[0]
+
+
+def timed_interleaved(fns, runs, warmup=3):
+    """Median ms of each fn, timed round-robin (one call of each per round):
+    clock and thermal drift during a cell then shifts every implementation
+    alike instead of favouring whichever ran first."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
     torch.cuda.synchronize()
-    times = []
+    times = [[] for _ in fns]
     for _ in range(runs):
-        st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        st.record()
-        fn()
-        en.record()
-        en.synchronize()
-        times.append(st.elapsed_time(en))
-    return statistics.median(times)
+        for i, fn in enumerate(fns):
+            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            st.record()
+            fn()
+            en.record()
+            en.synchronize()
+            times[i].append(st.elapsed_time(en))
+    return [statistics.median(t) for t in times]
 
 
 def digest(ts):
@@ -99,23 +109,32 @@ def run_cell(d, mask, s, args, results):
             "%.1f" % r["tflops"] if ms else "-", det,
             " ".join("%s=%s" % kv for kv in (extra or {}).items())), flush=True)
 
+    # Every implementation of the cell is set up first and then timed
+    # round-robin (timed_interleaved); determinism and memory per entry after.
+    entries = []  # (name, fn, finish(ms) -> None)
+
     # PyTorch backends: forward once, time autograd.grad of the backward.
     backends = []
     if sdpa_kernel is not None:
         backends = [("sdpa-flash", SDPBackend.FLASH_ATTENTION),
                     ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION),
                     ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    outs = []
     for name, be in backends:
         try:
             with sdpa_kernel(be):
                 out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-            fn = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
-            ms = timed(fn, args.runs)
-            det = bits_equal(fn, args.repeats)
-            torch.cuda.reset_peak_memory_stats()
+            fn = (lambda out: lambda: torch.autograd.grad(out, (q, k, v), do,
+                                                          retain_graph=True))(out)
             fn()
-            record(name, ms, det, {"peak_bytes": torch.cuda.max_memory_allocated()})
-            del out
+            outs.append(out)
+
+            def finish(ms, name=name, fn=fn):
+                det = bits_equal(fn, args.repeats)
+                torch.cuda.reset_peak_memory_stats()
+                fn()
+                record(name, ms, det, {"peak_bytes": torch.cuda.max_memory_allocated()})
+            entries.append((name, fn, finish))
         except Exception as e:  # a backend may refuse a shape
             record(name, None, None, {"error": str(e).splitlines()[0][:120]})
     if args.flex:
@@ -126,10 +145,12 @@ def run_cell(d, mask, s, args, results):
             bm = create_block_mask(lambda b_, h_, i, j: i >= j, None, None, s, s) if causal else None
             flex = torch.compile(flex_attention, dynamic=False)
             out = flex(q, k, v, block_mask=bm, scale=scale)
-            fn = lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
-            ms = timed(fn, args.runs)
-            record("flex", ms, bits_equal(fn, args.repeats))
-            del out
+            fn = (lambda out: lambda: torch.autograd.grad(out, (q, k, v), do,
+                                                          retain_graph=True))(out)
+            fn()
+            outs.append(out)
+            entries.append(("flex", fn,
+                            lambda ms, fn=fn: record("flex", ms, bits_equal(fn, args.repeats))))
         except Exception as e:
             record("flex", None, None, {"error": str(e).splitlines()[0][:120]})
 
@@ -140,36 +161,43 @@ def run_cell(d, mask, s, args, results):
     pols = ["auto"] + (POLICIES[mask] if args.all_policies else [])
     for pol in pols:
         for det in (True, False):
-            fn = lambda: dash_attn.attention_backward(
+            name = "dash-%s-%s" % (pol, "det" if det else "nondet")
+            fn = (lambda pol, det: lambda: dash_attn.attention_backward(
                 q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
-                scale=scale, deterministic=det, schedule=pol, layout="bhsd")
+                scale=scale, deterministic=det, schedule=pol, layout="bhsd"))(pol, det)
             try:
                 fn()
             except (ValueError, RuntimeError) as e:
-                record("dash-%s-%s" % (pol, "det" if det else "nondet"), None, None,
-                       {"error": str(e).splitlines()[0][:120]})
+                record(name, None, None, {"error": str(e).splitlines()[0][:120]})
                 continue
-            ms = timed(fn, args.runs)
-            eq = bits_equal(fn, args.repeats)
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            fn()
-            # peak_extra_bytes: what torch allocated for the call (the three
-            # gradients). The workspace is the runtime's own allocation
-            # (outside torch's allocator): workspace_bytes is what the
-            # resolved kernel needs, the figure to hold against FA3's
-            # fp32 dQ accumulator + dPsum + lse + semaphores.
-            extra = {"peak_extra_bytes": torch.cuda.max_memory_allocated() - base}
-            try:  # a missing report costs this row's fields, not the sweep
-                info = dash_attn.check_backward(
-                    q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
-                    scale=scale, deterministic=det, schedule=pol, layout="bhsd")
-                extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
-                             resolved_policy=info["policy"], num_units=info["num_units"],
-                             ptxas_main=ptxas_report(info["kernel"]))
-            except (OSError, ValueError, RuntimeError) as e:
-                extra["info_error"] = str(e).splitlines()[0][:120]
-            record("dash-%s-%s" % (pol, "det" if det else "nondet"), ms, eq, extra)
+
+            def finish(ms, name=name, fn=fn, pol=pol, det=det):
+                eq = bits_equal(fn, args.repeats)
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                fn()
+                # peak_extra_bytes: what torch allocated for the call (the
+                # three gradients). The workspace is the runtime's own
+                # allocation (outside torch's allocator): workspace_bytes is
+                # what the resolved kernel needs, the figure to hold against
+                # FA3's fp32 dQ accumulator + dPsum + lse + semaphores.
+                extra = {"peak_extra_bytes": torch.cuda.max_memory_allocated() - base}
+                try:  # a missing report costs this row's fields, not the sweep
+                    info = dash_attn.check_backward(
+                        q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
+                        scale=scale, deterministic=det, schedule=pol, layout="bhsd")
+                    extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
+                                 resolved_policy=info["policy"], num_units=info["num_units"],
+                                 ptxas_main=ptxas_report(info["kernel"]))
+                except (OSError, ValueError, RuntimeError) as e:
+                    extra["info_error"] = str(e).splitlines()[0][:120]
+                record(name, ms, eq, extra)
+            entries.append((name, fn, finish))
+
+    times = timed_interleaved([fn for _, fn, _ in entries], args.runs)
+    for (name, fn, finish), ms in zip(entries, times):
+        finish(ms)
+    del outs
 
 
 def main():

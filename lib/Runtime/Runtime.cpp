@@ -481,6 +481,7 @@ sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {
   p.numUnits = G;
   // DASH's kernels run every schedule as a persistent grid of G units.
   p.persistentLaunch = true;
+  p.ordered = m.deterministic; // non-deterministic kernels add unordered
   if (m.modelC > 0) {
     p.c = m.modelC;
     p.r = m.modelR;

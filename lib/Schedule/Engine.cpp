@@ -140,7 +140,7 @@ EngineResult runEngine(const Problem &p, Policy policy,
     if (!ev.reduceDone) {
       if (trace)
         trace->tasks[sm[s].next].computeEnd = ev.time;
-      if (sem[t.row] == t.rank)
+      if (!p.ordered || sem[t.row] == t.rank)
         startReduce(s, ev.time);
       else
         parked[t.slot] = s; // woken by the reduce that makes sem == rank

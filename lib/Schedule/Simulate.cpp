@@ -50,6 +50,10 @@ ModelResult simulate(const Problem &p, Policy policy, Trace *trace) {
           : 0.0;
   // The DAG over the simulated SM lanes, evaluated on its own: equal to the
   // makespan unless the event loop is wrong (the gtests check it).
+  if (!p.ordered) { // no rank edges: the DAG is the lanes alone
+    out.criticalPath = run.makespan;
+    return out;
+  }
   TaskGraph graph = buildTaskGraph(p, policy, lanesFromRun(ctas, run, sms));
   out.criticalPath = graph.error.empty() ? longestPath(graph, p.c, p.r) : kInf;
   if (!graph.error.empty())

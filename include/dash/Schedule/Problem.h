@@ -52,6 +52,10 @@ struct Problem {
   /// unit u walking launch slots u, u+G, ...). shift and symmetric-shift are
   /// persistent either way.
   bool persistentLaunch = false;
+  /// Deterministic kernels add a row's dQ partials in rank order (a task's
+  /// reduce waits for the previous rank's); non-deterministic ones add them
+  /// as they come, so only the units' loads matter.
+  bool ordered = true;
 
   int64_t numQTiles() const;  // M = ceil(seqQ / blockM)
   int64_t numKVTiles() const; // N = ceil(seqK / blockN)

@@ -286,11 +286,13 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
           w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
           if (det) { // the adds complete before the row's next rank goes
+            // Each lane waits for its own adds and orders them before its
+            // generic accesses; the warp barrier orders every lane's before
+            // lane 0's release (one gpu-scope fence per hand-off, in
+            // releaseBy: each is a round trip on the chain).
             NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
             NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
                                        nullptr);
-            LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
-                                  "device");
             w.syncWarp();
             g.when(lane0, [&] { k.releaseBy(semPtr); });
           }

@@ -106,9 +106,15 @@
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// Then every lane waits for its adds, the warp syncs and lane 0 releases
+// the row: one gpu-scope fence per hand-off.
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
-// CHECK: llvm.fence syncscope("device") release
-// CHECK: llvm.atomicrmw add %{{.*}}, %c1_i32 syncscope("device") monotonic
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT: nvvm.bar.warp.sync
+// CHECK-NOT: llvm.fence
+// CHECK: scf.if
+// CHECK-NEXT: llvm.fence syncscope("device") release
+// CHECK-NEXT: llvm.atomicrmw add %{{.*}}, %c1_i32 syncscope("device") monotonic
 // Postprocess: dQ always; the dK/dV group sums only with GQA.
 // CHECK: gpu.func @dash_bwd_postprocess
 // CHECK: vector.load %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
