@@ -317,14 +317,15 @@ struct WsLayout {
 struct WsKernel {
   int64_t blockM = 1, blockN = 1;
   bool dkdvDirect = false; // dk/dv written by the kernel when Hq == Hkv
-  bool tensorMaps = false; // room for the CUtensorMaps of q, k, v, dO
+  bool tensorMaps = false; // room for the CUtensorMaps of q, k, v, dO, dq_accum
 };
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps()};
 }
 
-/// The four maps (q, k, v, dO), 128 bytes each, in i64 words.
-constexpr int64_t kTensorMaps = 4;
+/// The five maps (q, k, v, dO loads; dq_accum reduce-adds), 128 bytes each,
+/// in i64 words.
+constexpr int64_t kTensorMaps = 5;
 constexpr int64_t kTensorMapWords = sizeof(CUtensorMap) / sizeof(int64_t);
 static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
 
@@ -915,17 +916,34 @@ void packParams(const Manifest &m, const dash_bwd_args *a, const WsLayout &ws,
 // outer three in bytes; the runtime's stride rules keep them multiples of
 // 16). Box: 64 columns (one 128-byte panel of the 128B swizzle the kernels'
 // shared tiles use) x the kernel's Q or KV tile rows; rows past S read as
-// zeros.
+// zeros. Map 4 is the workspace's f32 dq_accum [B, H, S_q, D] (contiguous),
+// the destination of the dQ reduce-adds: box 32 columns (128 bytes) x the Q
+// tile rows; rows past S_q are not written.
 dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
-                             const dash_bwd_args *a, CUtensorMap *out) {
-  const dash_tensor *ts[kTensorMaps] = {&a->q, &a->k, &a->v, &a->dO};
-  const char *names[kTensorMaps] = {"q", "k", "v", "dO"};
-  const int64_t rows[kTensorMaps] = {m.blockM, m.blockN, m.blockN, m.blockM};
+                             const dash_bwd_args *a, CUdeviceptr dqAccum,
+                             CUtensorMap *out) {
+  const dash_tensor *ts[4] = {&a->q, &a->k, &a->v, &a->dO};
+  const char *names[4] = {"q", "k", "v", "dO"};
+  const int64_t rows[4] = {m.blockM, m.blockN, m.blockN, m.blockM};
   const CUtensorMapDataType type = a->q.dtype == DASH_DTYPE_BF16
                                        ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const cuuint64_t eltBytes = 2;
-  for (int i = 0; i < kTensorMaps; ++i) {
+  auto encode = [&](CUtensorMap *map, CUtensorMapDataType t, void *base,
+                    const cuuint64_t dims[4], const cuuint64_t strides[3],
+                    const cuuint32_t box[4], const char *what) {
+    cuuint32_t unit[4] = {1, 1, 1, 1};
+    CUresult r = rt->drv.cuTensorMapEncodeTiled(
+        map, t, 4, base, dims, strides, box, unit,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      return fail(DASH_ERROR_DRIVER,
+                  rt->drv.describe("cuTensorMapEncodeTiled", r) + " for '" +
+                      what + "' of " + m.name);
+    return DASH_SUCCESS;
+  };
+  for (int i = 0; i < 4; ++i) {
     const dash_tensor &t = *ts[i];
     cuuint64_t dims[4] = {cuuint64_t(t.shape[3]), cuuint64_t(t.shape[1]),
                           cuuint64_t(t.shape[2]), cuuint64_t(t.shape[0])};
@@ -942,17 +960,17 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
     };
     cuuint64_t strides[3] = {stride(1), stride(2), stride(0)};
     cuuint32_t box[4] = {64, cuuint32_t(rows[i]), 1, 1};
-    cuuint32_t unit[4] = {1, 1, 1, 1};
-    CUresult r = rt->drv.cuTensorMapEncodeTiled(
-        &out[i], type, 4, t.data, dims, strides, box, unit,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      return fail(DASH_ERROR_DRIVER,
-                  rt->drv.describe("cuTensorMapEncodeTiled", r) + " for '" +
-                      names[i] + "' of " + m.name);
+    if (dash_status st = encode(&out[i], type, t.data, dims, strides, box, names[i]))
+      return st;
   }
-  return DASH_SUCCESS;
+  const cuuint64_t D = cuuint64_t(a->q.shape[3]), Sq = cuuint64_t(a->q.shape[1]),
+                   Hq = cuuint64_t(a->q.shape[2]), B = cuuint64_t(a->q.shape[0]);
+  cuuint64_t dims[4] = {D, Sq, Hq, B};
+  cuuint64_t strides[3] = {D * 4, Sq * D * 4, Hq * Sq * D * 4};
+  cuuint32_t box[4] = {32, cuuint32_t(m.blockM), 1, 1};
+  return encode(&out[4], CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                reinterpret_cast<void *>(dqAccum), dims, strides, box,
+                "dq_accum");
 }
 
 int64_t gridStride(int64_t work, int64_t threads, int numSMs) {
@@ -1192,7 +1210,9 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   // before the launches; pageable source: staged by the call).
   if (m.usesTensorMaps()) {
     CUtensorMap maps[kTensorMaps];
-    if (dash_status st = encodeTensorMaps(rt, m, args, maps))
+    if (dash_status st = encodeTensorMaps(
+            rt, m, args, wsBase + CUdeviceptr(ws.offset[int(Role::DQAccum)]),
+            maps))
       return st;
     DRV(rt->drv.cuMemcpyHtoDAsync(
             wsBase + CUdeviceptr(ws.offset[int(Role::TensorMaps)]), maps,

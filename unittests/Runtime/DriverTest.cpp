@@ -183,9 +183,10 @@ TEST_F(MockDriverTest, LaunchesThreeKernelsWithThePackedAbi) {
   EXPECT_EQ(mock.memsets(), 0);
 }
 
-// A kernel whose manifest lists `tensor_maps` (TMA loads of q, k, v, dO):
-// the runtime encodes the four maps for the call's tensors and copies them
-// into the workspace before the launches.
+// A kernel whose manifest lists `tensor_maps` (TMA loads of q, k, v, dO,
+// TMA reduce-adds into dq_accum): the runtime encodes the five maps for the
+// call's tensors and workspace and copies them into the workspace before the
+// launches.
 TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   Mock mock;
   ASSERT_TRUE(mock.open()) << dlerror();
@@ -220,7 +221,7 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
       << dash_runtime_last_error(rt);
 
   const auto &maps = *mock.tensorMaps();
-  ASSERT_EQ(maps.size(), 4u);
+  ASSERT_EQ(maps.size(), 5u);
   const dash_tensor *ts[4] = {&a.q, &a.k, &a.v, &a.dO};
   const unsigned rows[4] = {64, 64, 64, 64}; // the fixture's block_m, block_n
   for (int i = 0; i < 4; ++i) {
@@ -247,27 +248,46 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   }
   EXPECT_EQ(maps[1].dims[1], uint64_t(Sk));
   EXPECT_EQ(maps[1].strides[0], uint64_t(D * 2)); // BHSD k: S stride = D
+  // Map 4: the f32 dq_accum [B, H, S_q, D] of the workspace, 32-column
+  // (128-byte) boxes of block_m rows.
+  const MockTensorMap &dq = maps[4];
+  EXPECT_EQ(dq.type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
+  EXPECT_EQ(dq.rank, 4u);
+  EXPECT_EQ(dq.dims[0], uint64_t(D));
+  EXPECT_EQ(dq.dims[1], uint64_t(Sq));
+  EXPECT_EQ(dq.dims[2], uint64_t(H));
+  EXPECT_EQ(dq.dims[3], uint64_t(B));
+  EXPECT_EQ(dq.strides[0], uint64_t(D * 4));
+  EXPECT_EQ(dq.strides[1], uint64_t(Sq * D * 4));
+  EXPECT_EQ(dq.strides[2], uint64_t(H * Sq * D * 4));
+  EXPECT_EQ(dq.box[0], 32u);
+  EXPECT_EQ(dq.box[1], 64u);
+  EXPECT_EQ(dq.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
 
   // The kernels get a rank-1 i64 descriptor (last parameter) over the
-  // workspace copy of the four maps, in the order q, k, v, dO.
+  // workspace copy of the five maps, in the order q, k, v, dO, dq_accum.
   const std::vector<uint64_t> &P = (*mock.launches())[1].params;
   ASSERT_EQ(P.size(), size_t(kSlots + 5));
   const uint64_t tm = P[kSlots]; // after scale
   EXPECT_EQ(P[kSlots + 1], tm);
-  EXPECT_EQ(P[kSlots + 3], 64u); // 4 maps x 16 words
+  EXPECT_EQ(P[kSlots + 3], 80u); // 5 maps x 16 words
   EXPECT_EQ(P[kSlots + 4], 1u);
   EXPECT_EQ(tm % 256, 0u);
   const auto &copies = *mock.copiesHtoD();
   ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(copies[0].first, CUdeviceptr(tm));
-  EXPECT_EQ(copies[0].second, 4 * sizeof(CUtensorMap));
+  EXPECT_EQ(copies[0].second, 5 * sizeof(CUtensorMap));
   for (int i = 0; i < 4; ++i) { // the mock writes {address, call index}
     const uint64_t *w = reinterpret_cast<const uint64_t *>(tm) + 16 * i;
     EXPECT_EQ(w[0], uint64_t(reinterpret_cast<uintptr_t>(ts[i]->data)));
     EXPECT_EQ(w[1], uint64_t(i));
   }
+  // dq_accum lies in the workspace, before the maps.
+  EXPECT_LT(dq.address, reinterpret_cast<void *>(tm));
+  const uint64_t *w4 = reinterpret_cast<const uint64_t *>(tm) + 16 * 4;
+  EXPECT_EQ(w4[0], uint64_t(reinterpret_cast<uintptr_t>(dq.address)));
   // The maps live inside the workspace the call reports.
-  EXPECT_GE(info.workspace_bytes, 512);
+  EXPECT_GE(info.workspace_bytes, 640);
 
   // Batch 1 with an unusable batch stride (PyTorch may leave anything on a
   // size-1 dim): the map gets a 16-byte multiple instead.
@@ -277,8 +297,8 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   one.lse.strides[0] = 3;
   ASSERT_EQ(dash_attention_bwd(rt, &one, nullptr, nullptr), DASH_SUCCESS)
       << dash_runtime_last_error(rt);
-  ASSERT_EQ(mock.tensorMaps()->size(), 8u);
-  for (int i = 4; i < 8; ++i) {
+  ASSERT_EQ(mock.tensorMaps()->size(), 10u);
+  for (int i = 5; i < 9; ++i) {
     const MockTensorMap &t = (*mock.tensorMaps())[i];
     EXPECT_EQ(t.strides[2] % 16, 0u) << i;
     EXPECT_GE(t.strides[2], t.strides[1] * (t.dims[2] - 1) + t.strides[0]) << i;

@@ -30,7 +30,7 @@ enum class Role {
   Semaphores,                                // workspace (i32)
   Scale,                                     // f32 scalar
   Debug,                                     // debug kernels: i64 record
-  TensorMaps, // workspace: CUtensorMaps of q, k, v, dO (i64 x 16 each)
+  TensorMaps, // workspace: CUtensorMaps of q, k, v, dO, dq_accum (i64 x 16 each)
   NumRoles
 };
 const char *roleName(Role);

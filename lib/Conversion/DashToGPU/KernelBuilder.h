@@ -44,8 +44,10 @@ inline const char *const kArgNames[kNumArgs] = {
     "lse",      "dq",       "dk",       "dv",       "dq_accum",
     "dk_accum", "dv_accum", "dpsum",    "lse_log2", "semaphores",
     "scale",    "debug",    "tensor_maps"};
-/// The CUtensorMaps of q, k, v, dO (128 B each) as i64 words.
-constexpr int64_t kTensorMapWords = 4 * 16;
+/// The CUtensorMaps of q, k, v, dO (loads) and dq_accum (reduce-adds),
+/// 128 B each, as i64 words.
+constexpr int64_t kTensorMapCount = 5, kTensorMapDqAcc = 4;
+constexpr int64_t kTensorMapWords = kTensorMapCount * 16;
 
 /// The record a debug kernel leaves in its `debug` buffer (i64 words) before
 /// it traps on a semaphore that never reaches the expected rank.

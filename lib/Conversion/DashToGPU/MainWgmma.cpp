@@ -243,6 +243,12 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     Value rlane = g.rem(rtid, g.idx(32));
     Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         rlane, g.idx(0));
+    if (tma) // this call's dq_accum map (see the producer's fences)
+      g.when(lane0, [&] {
+        NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
+                                          w.tensorMap(kTensorMapDqAcc),
+                                          w.c32(128));
+      });
     w.barArrive(bufBarrier(kBarEmpty, mine), kSyncThreads); // starts free
     forItems([&](const Item &it, Value first) {
       g.loop(it.len, [&](Value step) {
@@ -254,6 +260,49 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value rank = rankOf(it, qt);
           w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
           Value semPtr;
+          Value q0 = g.mul(qt, g.idx(bm));
+          Value staging =
+              g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0))));
+          if (tma) {
+            // Lane 0 alone: the rank wait, one tensor reduce-add per 32-column
+            // panel (rows past S_q are clipped by the map), and the release.
+            // The warp reconverges before the EMPTY arrival (a warp's bar
+            // arrival counts all its lanes).
+            if (det)
+              semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
+            g.when(lane0, [&] {
+              if (det) {
+                k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                NVVM::FenceProxyOp::create(
+                    b, loc, NVVM::ProxyKind::async_global, nullptr);
+              }
+              auto i32of = [&](Value v) -> Value {
+                return arith::IndexCastOp::create(b, loc, w.i32, v);
+              };
+              for (int64_t p = 0; p < D / 32; ++p)
+                NVVM::CpAsyncBulkTensorReduceOp::create(
+                    b, loc, w.tensorMap(kTensorMapDqAcc),
+                    w.sh(g.add(staging, g.idx(p * L.dQPanel()))),
+                    NVVM::TMAReduxKind::ADD, NVVM::TMAStoreMode::TILE,
+                    ValueRange{w.c32(32 * p), i32of(q0), i32of(it.h),
+                               i32of(it.bb)},
+                    Value());
+              NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+              // The staging buffer is free once read.
+              NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
+                                                   b.getUnitAttr());
+            });
+            w.syncWarp();
+            w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
+            if (det) // the adds complete before the row's next rank goes
+              g.when(lane0, [&] {
+                NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
+                NVVM::FenceProxyOp::create(
+                    b, loc, NVVM::ProxyKind::async_global, nullptr);
+                k.releaseBy(semPtr);
+              });
+            return;
+          }
           if (det) {
             semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
             g.when(lane0, [&] {
@@ -263,7 +312,6 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
                                        nullptr);
           }
-          Value q0 = g.mul(qt, g.idx(bm));
           Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
           // Opaque lane: the staging-row addresses stay in the step (hoisted,
           // they outlive the reducer's 24 registers and spill).
@@ -273,9 +321,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             g.when(g.lt(row, qRows), [&] {
               Value dst =
                   w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
-              Value src = w.sh(g.add(
-                  g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0)))),
-                  g.mul(row, g.idx(L.dQRow()))));
+              Value src = w.sh(g.add(staging, g.mul(row, g.idx(L.dQRow()))));
               w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group."
                     "add.f32 [$0], [$1], $2;",
                     {dst, src, w.c32(D * 4)});
@@ -586,19 +632,46 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           w.barSync(bufBarrier(kBarEmpty, qbuf), kSyncThreads);
           Value rowBase = dqByRows ? wgRows : g.idx(0);
           Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
+          Value staging =
+              g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
+          // Byte offset of the pair (rowOf(r), colOf(r)) in the staging tile.
+          std::function<Value(int64_t)> pairOffset;
+          SmallVector<Value, 4> chunkOff;
+          Value threadOff;
+          if (tma) {
+            // Swizzled 32-column panels (see SmemLayout::dQBytes): with
+            // colBase a multiple of 64 and rowBase of 8, pair r sits in
+            // panel colBase/32 + r/16, row % 8 = fragRow % 8 = lane / 4 and
+            // chunk (fragCol / 4 + 2 (r/4 % 4)) ^ (lane / 4): four chunk
+            // offsets per thread, the rest constants.
+            Value sw = g.rem(fragRow, g.idx(8));
+            Value a = g.div(fragCol, g.idx(4));
+            for (int64_t j = 0; j < 4; ++j)
+              chunkOff.push_back(g.mul(
+                  arith::XOrIOp::create(b, loc, g.add(a, g.idx(2 * j)), sw),
+                  g.idx(16)));
+            threadOff = g.add(
+                g.add(g.mul(g.div(colBase, g.idx(32)), g.idx(L.dQPanel())),
+                      g.mul(g.add(rowBase, fragRow), g.idx(128))),
+                g.mul(g.rem(fragCol, g.idx(4)), g.idx(4)));
+            pairOffset = [&](int64_t r) {
+              return g.add(
+                  g.add(threadOff, chunkOff[(r / 4) % 4]),
+                  g.idx((r / 16) * L.dQPanel() + 8 * ((r / 2) % 2) * 128));
+            };
+          } else {
+            pairOffset = [&](int64_t r) {
+              return g.add(
+                  g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
+                  g.mul(g.add(colBase, colOf(r)), g.idx(4)));
+            };
+          }
           for (int64_t r = 0; r < dqN / 2; r += 2) {
-            Value row = g.add(rowBase, rowOf(r));
-            Value col = g.add(colBase, colOf(r));
             Value pair = vector::FromElementsOp::create(
                 b, loc, VectorType::get({2}, w.f32),
                 ValueRange{w.elem(dq, r), w.elem(dq, r + 1)});
-            LLVM::StoreOp::create(
-                b, loc, pair,
-                w.sh(g.add(g.add(at(L.dQ()),
-                                 g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0)))),
-                           g.add(g.mul(row, g.idx(L.dQRow())),
-                                 g.mul(col, g.idx(4))))),
-                8);
+            LLVM::StoreOp::create(b, loc, pair,
+                                  w.sh(g.add(staging, pairOffset(r))), 8);
           }
           w.fenceAsyncShared();
           w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);

@@ -58,12 +58,17 @@ struct SmemLayout {
   int64_t dO(int64_t buf) const { return q(2) + buf * qBytes(); }
   int64_t dsT() const { return dO(2); }
   int64_t dQ(int64_t buf = 0) const {
-    return dsT() + kBn * bm * 2 + buf * bm * dQRow();
+    return dsT() + kBn * bm * 2 + buf * dQBytes();
   }
-  /// dQ staging rows are padded by 32 B: a half-warp's 8-byte fragment
-  /// stores (4 rows x 32 B) then hit 32 different banks (unpadded, a
-  /// [64][D] f32 tile is an 8-way conflict; 16 B of padding left 2-way).
+  /// The f32 dQ staging tile. TMA kernels: d/32 panels of [bm][32] (128-B
+  /// rows, 16-byte chunks permuted by chunk ^ (row % 8): the 128B swizzle of
+  /// the dq_accum tensor map), reduced into global memory by one tensor
+  /// reduce-add per panel. cp.async kernels: rows padded by 32 B (a
+  /// half-warp's 8-byte fragment stores, 4 rows x 32 B, hit 32 different
+  /// banks), one bulk reduce-add per row.
   int64_t dQRow() const { return d * 4 + 32; }
+  int64_t dQPanel() const { return bm * 128; }
+  int64_t dQBytes() const { return tma ? d / 32 * dQPanel() : bm * dQRow(); }
   int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
   int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }

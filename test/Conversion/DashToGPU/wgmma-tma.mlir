@@ -14,9 +14,9 @@
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
 
-// CHECK: dash.config = {{{.*}}loads = "tma"{{.*}}shared_bytes = 219192 : i64
+// CHECK: dash.config = {{{.*}}loads = "tma"{{.*}}shared_bytes = 215096 : i64
 // CHECK: gpu.func @dash_bwd_main(
-// CHECK-SAME: %arg16: memref<64xi64> {dash.name = "tensor_maps"}
+// CHECK-SAME: %arg16: memref<80xi64> {dash.name = "tensor_maps"}
 // Thread 0: FULL_Q (expect-tx + 32 cp.async arrivals), EMPTY_Q (256 MMA
 // threads) per stage, FULL_KV, EMPTY_KV; then the whole CTA syncs.
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c33_i32
@@ -50,6 +50,10 @@
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// The dQ partial goes to the staging buffer in the dq_accum map's 128B
+// swizzle (16-byte chunk ^ row % 8 inside 32-column panels).
+// CHECK: arith.xori
+// CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK: scf.yield
@@ -58,7 +62,28 @@
 // of 64 columns x 128 rows, 64 KiB) once EMPTY_KV allows; per step the
 // stage's lse_log2/dPsum by 4-byte cp.async from every lane (arriving on
 // FULL_Q, no count increment), Q and dO (2 x 2 panels x 64 rows, 32 KiB).
+// The reducers (warps 8 and 9): lane 0 acquires the dq_accum map (map 4),
+// then per hand-off of its buffer: FULL, the rank spin, one tensor
+// reduce-add per 32-column panel (4 at D = 128; rows past S_q are clipped by
+// the map), the read wait; the warp reconverges before its EMPTY arrival (a
+// warp's arrival counts all its lanes); lane 0 waits for the adds and
+// releases the row.
 // CHECK: nvvm.setmaxregister  decrease 24
+// CHECK: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;"
+// CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c{{[0-9]+}}_i32, %{{.*}}, %{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.bar.warp.sync
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;"
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT: llvm.fence syncscope("device") release
+// CHECK-NEXT: llvm.atomicrmw add
 // CHECK: } else {
 // CHECK-NEXT: arith.cmpi slt, %thread_id_x, %c352 : index
 // CHECK-COUNT-4: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
@@ -74,12 +99,12 @@
 // CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: gpu.func @dash_bwd_postprocess(
-// CHECK-SAME: memref<64xi64> {dash.name = "tensor_maps"}
+// CHECK-SAME: memref<80xi64> {dash.name = "tensor_maps"}
 
 // BADLOADS: error: 'dash.scheduled_attention_bwd' op unknown loads mode 'bulk'; expected cp-async or tma
 // NOTWGMMA: error: 'dash.scheduled_attention_bwd' op loads=tma needs mma=wgmma (got mma=sync)
 // DEBUG: gpu.func @dash_bwd_main(
-// DEBUG-SAME: %arg16: memref<?xi64> {dash.name = "debug"}, %arg17: memref<64xi64> {dash.name = "tensor_maps"}
+// DEBUG-SAME: %arg16: memref<?xi64> {dash.name = "debug"}, %arg17: memref<80xi64> {dash.name = "tensor_maps"}
 // Debug kernels bound the mbarrier waits too: one try_wait per poll, give up
 // after the limit, record (rank = -1 - barrier index) and trap.
 // DEBUG: scf.while
@@ -96,6 +121,7 @@
 // PTX-DAG: mbarrier.arrive.expect_tx
 // PTX-DAG: cp.async.mbarrier.arrive.noinc.shared
 // PTX-DAG: fence.proxy.tensormap::generic.acquire.gpu
+// PTX-DAG: cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
