@@ -569,17 +569,37 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             b.setInsertionPointToStart(&ifMask.getElseRegion().front());
             pPass(false);
           }
-          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          // dV += P^T dO (A in registers: the S^T accumulator fragment is
+          // the A fragment, k-slice kk being registers 8kk .. 8kk + 7; B =
+          // dO, N-major). With 64-row Q tiles it goes to the tensor cores as
+          // soon as P^T is known, behind dP^T and under the dS^T math; with
+          // 128-row tiles (D = 64) P^T, its bf16 copy and dP^T would not fit
+          // in the registers together, so it follows the dS^T math.
+          const bool earlyDv = bm == 64;
+          SmallVector<Value> pA, dsA;
+          auto issueDv = [&] {
+            NVVM::WgmmaFenceAlignedOp::create(b, loc);
+            od = qDesc(kDO, buf);
+            for (int64_t kk = 0; kk < bm / 16; ++kk) {
+              ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
+              accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
+            }
+            NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          };
+          for (int64_t r = 0; r < bm / 2; r += 2)
+            pA.push_back(
+                w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
+          if (earlyDv)
+            issueDv();
+          // S^T, dP^T done (dV may still run).
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : 0);
           // TMA kernels: the other warpgroup's dQ of the previous step reads
           // all of dS^T; it has completed once that warpgroup reaches this
           // barrier (cp.async kernels pass the same point at the step top).
           if (tma)
             w.barSync(kBarMma, kMmaThreads);
-          // dS^T goes to shared memory for dQ; P^T and dS^T also stay in
-          // registers as bf16 pairs: the S^T accumulator fragment is the A
-          // fragment of dV += P^T dO (and dK += dS^T Q), k-slice kk being
-          // accumulator registers 8kk .. 8kk + 7.
-          SmallVector<Value> pA, dsA;
+          // dS^T goes to shared memory for dQ and stays in registers as the
+          // A of dK += dS^T Q.
           for (int64_t r = 0; r < bm / 2; r += 2) {
             Value ds[2];
             for (int64_t u = 0; u < 2; ++u) {
@@ -590,27 +610,19 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                             g.sub(w.elem(dP, r + u), dps));
             }
             storePair(L.dsT(), r, ds[0], ds[1]);
-            pA.push_back(
-                w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
             dsA.push_back(w.packBf16(ds[0], ds[1]));
           }
           w.fenceAsyncShared();
+          if (!earlyDv)
+            issueDv();
 
-          // dV += P^T dO, dK += dS^T Q (K = 64 Q rows; A in registers, B
-          // N-major), then dQ = dS K (K = 128) once both warpgroups' dS^T
-          // rows are in shared memory.
-          NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          qd = qDesc(kQ, buf);
-          od = qDesc(kDO, buf);
-          // Tensor-core order: dV, dQ, dK. dQ is waited for alone
-          // (wait_group 1), so its hand-off to the reducer (staging store,
-          // barriers) runs while dK is still on the tensor cores.
-          for (int64_t kk = 0; kk < bm / 16; ++kk) {
-            ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
-            accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
-          }
-          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          // dQ = dS K (K = 128) once both warpgroups' dS^T rows are in
+          // shared memory, then dK += dS^T Q (K = 64 Q rows; A in registers,
+          // B N-major). Tensor-core order: dV, dQ, dK. dQ is waited for
+          // alone (wait_group 1), so its hand-off to the reducer (staging
+          // store, barriers) runs while dK is still on the tensor cores.
           w.barSync(kBarMma, kMmaThreads);
+          qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value dq = w.freshAcc(dqN);
           WgmmaBuilder::Desc dsMDesc = dqADesc(), kB = dqBDesc();

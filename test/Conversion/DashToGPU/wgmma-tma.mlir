@@ -46,7 +46,9 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK-NOT: barrier.sync
 // CHECK: llvm.intr.fma
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// dV (register A = P^T) goes out before dP^T is waited for.
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1

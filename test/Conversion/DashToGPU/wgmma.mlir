@@ -47,14 +47,17 @@
 // CHECK: } else {
 // CHECK-NOT: arith.select
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// dS^T is visible to wgmma (for dQ); P^T and dS^T also stay in registers.
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK-NEXT: nvvm.wgmma.fence.aligned
-// Tensor-core order dV, dQ, dK (three groups). dV += P^T dO: A from
-// registers (inline PTX, 4 b32 words), N-major B (dO), D = 128 columns.
+// Tensor-core order dV, dQ, dK (three groups). With 64-row Q tiles dV +=
+// P^T dO goes out as soon as P^T is known: A from registers (inline PTX, 4
+// b32 words of bf16 P^T), N-major B (dO), D = 128 columns; it runs behind
+// dP^T and under the dS^T math.
+// CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// Wait for S^T and dP^T only.
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// dS^T is visible to wgmma (for dQ); dS^T also stays in registers.
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // dQ = dS K after both warpgroups' dS^T: M-major A, N-major B.
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
@@ -139,6 +142,12 @@
 
 // D64: block_m = 128 : i64, block_n = 128 : i64
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// 128-row Q tiles: P^T, its bf16 copy and dP^T do not fit in the registers
+// together, so dV follows the dS^T math (wait for everything first).
+// D64: nvvm.wgmma.wait.group.sync.aligned 1
+// D64: nvvm.wgmma.wait.group.sync.aligned 0
+// D64: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// D64-NEXT: nvvm.wgmma.fence.aligned
 // D64: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $69, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // D64: arith.muli %{{.*}}, %c288 : index
