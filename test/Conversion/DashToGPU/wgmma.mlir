@@ -10,6 +10,9 @@
 // D = 64 takes 128-row Q tiles: S^T is m64n128 and dQ is split by rows
 // (each warpgroup 64 Q rows, all 64 columns), staging rows of 64 x 4 + 32 B.
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=cp-async --canonicalize --cse | FileCheck %s --check-prefix=D64
+// D = 64 on 64-row Q tiles (scripts/aot --block-m 64=64): dQ split by
+// columns again (n = 32 per warpgroup), dV issued before dP^T is waited for.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile="block-m=64 block-n=128" --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D64BM64
 
 // CHECK: dash.config = {{{.*}}block_m = 64 : i64, block_n = 128 : i64{{.*}}dkdv_direct = true{{.*}}mma = "wgmma", policy = "symmetric_shift", shared_bytes = 219136 : i64, threads = 384 : i64}
 // CHECK: gpu.func @dash_bwd_main(
@@ -140,6 +143,12 @@
 // DEBUG: arith.cmpi slt, %{{.*}}, %c5000_i64 : i64
 // DEBUG: llvm.intr.trap
 
+// D64BM64: block_m = 64 : i64, block_n = 128 : i64{{.*}}loads = "tma"
+// D64BM64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// D64BM64: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n64k16
+// D64BM64: nvvm.wgmma.wait.group.sync.aligned 1
+// D64BM64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// D64BM64-COUNT-2: nvvm.cp.async.bulk.tensor.reduce
 // D64: block_m = 128 : i64, block_n = 128 : i64
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // 128-row Q tiles: P^T, its bf16 copy and dP^T do not fit in the registers
