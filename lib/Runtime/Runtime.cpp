@@ -463,8 +463,8 @@ std::string problemKey(const sched::Problem &p) {
                 (long long)p.seqQ, (long long)p.seqK, (long long)p.headDim,
                 (long long)p.blockM, (long long)p.blockN, int(p.mask),
                 int(p.align), (long long)p.numUnits, p.c, p.r);
-  return buf + std::string(p.persistentLaunch ? "/P" : "/L") + "/" +
-         std::to_string(p.tieTolerance);
+  return buf + std::string(p.persistentLaunch ? "/P" : "/L") +
+         (p.ordered ? "/O/" : "/U/") + std::to_string(p.tieTolerance);
 }
 
 sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {
