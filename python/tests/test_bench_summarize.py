@@ -1,21 +1,18 @@
 """bench/summarize.py: the issue-6 table and target counts from a results
 JSON (no torch, no GPU)."""
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(ROOT, "bench", "summarize.py")
+import bench_scripts
+
+SCRIPT = bench_scripts.path("summarize")
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("summarize", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_scripts.load("summarize")
 
 
 def _cell(d, mask, s, rows):

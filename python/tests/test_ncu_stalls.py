@@ -2,20 +2,17 @@
 hottest instructions, spill traffic) from a CSV, no ncu or GPU needed."""
 
 import csv
-import importlib.util
 import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(ROOT, "bench", "ncu_stalls.py")
+import bench_scripts
+
+SCRIPT = bench_scripts.path("ncu_stalls")
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("ncu_stalls", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_scripts.load("ncu_stalls")
 
 
 COLS = ["Address", "Source", "Warp Stall Sampling (All Samples)",
