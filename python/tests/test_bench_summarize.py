@@ -2,7 +2,6 @@
 JSON (no torch, no GPU)."""
 
 import json
-import os
 import subprocess
 import sys
 

@@ -2,7 +2,6 @@
 hottest instructions, spill traffic) from a CSV, no ncu or GPU needed."""
 
 import csv
-import os
 import subprocess
 import sys
 
