@@ -68,7 +68,8 @@ double criticalPath(const Problem &p, Policy policy) {
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::optional<double> closedForm(const Problem &p, Policy policy) {
-  if (!validate(p).empty())
+  // The closed forms are for the ordered (deterministic) adds.
+  if (!validate(p).empty() || !p.ordered)
     return std::nullopt;
   policy = resolvePolicy(p, policy);
   if (!checkLegal(p, policy).legal || p.numSMs() != p.numUnits)

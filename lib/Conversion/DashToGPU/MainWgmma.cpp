@@ -5,25 +5,30 @@
 //
 //  * 384 threads: warpgroups 0 and 1 do the tile math, each on 64 of the
 //    128 KV rows of the unit's current KV tile; warps 8 and 9 (of warpgroup
-//    2) are the dQ reducers, one per staging buffer. setmaxnreg moves
-//    registers from warpgroup 2 (24) to the MMA warpgroups (240), whose
-//    dK/dV accumulators stay live.
-//  * Per KV tile (item): K and V are loaded once (cp.async, zero-filled past
-//    S_k). Per Q tile (step): Q, dO, lse_log2 and dPsum are prefetched one
-//    step ahead into a second buffer while the current step computes.
+//    2) are the dQ reducers, one per staging buffer; with loads=tma (the
+//    default) warp 10 is the producer. setmaxnreg moves registers from
+//    warpgroup 2 (24) to the MMA warpgroups (240), whose dK/dV accumulators
+//    stay live.
+//  * Per KV tile (item): K and V are loaded once. Per Q tile (step): Q, dO,
+//    lse_log2 and dPsum arrive in one of two stages, one step ahead: by TMA
+//    from the producer, which also walks the schedule and hands each step's
+//    Q tile index over in the stage (loads=tma; full/empty mbarriers), or
+//    by cp.async from the MMA threads (loads=cp-async; zero-filled past S).
 //  * Per step and warpgroup w (rows R = KV rows 64w..64w+63):
 //      S^T  = K_R Q^T, dP^T = V_R dO^T              (m64n64,  K = D)
 //      P^T  = exp2(S^T * scale * log2e - lse_log2), dS^T = P^T (dP^T - dPsum)
 //      (bf16, written swizzled to shared memory; masked entries are 0)
 //      dV_R += P^T_R dO, dK_R += dS^T_R Q           (m64nD,   K = 64)
 //      dQ[:, half w] = dS K[:, half w]               (m64nD/2, K = 128)
-//    dV/dK stay in registers for the whole walk.
+//    dV/dK stay in registers for the whole walk (d = 64: 128-row Q tiles,
+//    dQ split by rows).
 //  * The dQ partial goes registers -> shared (f32, staging buffer = hand-off
 //    parity); that buffer's reducer warp waits for the row's turn
-//    (deterministic: the semaphore equals the rank), adds the tile with one
-//    `cp.reduce.async.bulk ... add.f32` per row, frees the buffer once the
-//    copies have read it, waits for the adds to complete and releases the
-//    row. Named barriers hand the staging buffer between the two sides
+//    (deterministic: the semaphore equals the rank), adds the tile (TMA: one
+//    tensor reduce-add per 32-column panel from lane 0; cp.async kernels:
+//    one `cp.reduce.async.bulk ... add.f32` per row from every lane), frees
+//    the buffer once the copies have read it, waits for the adds to complete
+//    and releases the row. Named barriers hand the staging buffer between the two sides
 //    (FULL: MMA -> reducer, EMPTY: reducer -> MMA), so the rank waits
 //    overlap the next steps' products, two rows at a time.
 //
@@ -59,6 +64,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   const int64_t bm = op.getTiling().getBlockM();
   WgmmaBuilder w(k, op, D, bm, tma);
+  assert(w.L.swizzleAligned() && "a swizzled shared buffer off its atom");
   LoopGen &g = k.g;
   MLIRContext *ctx = b.getContext();
   const SmemLayout &L = w.L;
@@ -220,10 +226,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // of parity j, so two rows' ordered adds are in flight at once (one
   // reducer would serialise every rank wait and bulk completion of the
   // unit). Per hand-off: wait FULL, (deterministic) lane 0 waits for the
-  // row's turn, every lane adds bm/32 staging rows with one bulk reduce-add
-  // each; once the bulk copies have read shared memory the buffer goes back
-  // to the MMA side (EMPTY); deterministic mode then waits for the adds to
-  // complete, fences and releases the row to the next rank.
+  // row's turn, the tile is added (TMA kernels: lane 0, one tensor
+  // reduce-add per panel; cp.async kernels: every lane, one bulk reduce-add
+  // per staging row); once the copies have read shared memory the buffer
+  // goes back to the MMA side (EMPTY); deterministic mode then waits for the
+  // adds to complete, fences and releases the row to the next rank.
   {
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&roles.getElseRegion().front());
@@ -332,13 +339,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
           w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
           if (det) { // the adds complete before the row's next rank goes
-            // Each lane waits for its own adds and orders them before its
-            // generic accesses; the warp barrier orders every lane's before
-            // lane 0's release (one gpu-scope fence per hand-off, in
-            // releaseBy: each is a round trip on the chain).
+            // Each lane waits for its own adds and makes them visible at gpu
+            // scope itself (bar.warp.sync's ordering is not part of the
+            // formal memory model), then lane 0 releases the row.
             NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
             NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
                                        nullptr);
+            LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
+                                  "device");
             w.syncWarp();
             g.when(lane0, [&] { k.releaseBy(semPtr); });
           }
@@ -652,7 +660,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value threadOff;
           if (tma) {
             // Swizzled 32-column panels (see SmemLayout::dQBytes): with
-            // colBase a multiple of 64 and rowBase of 8, pair r sits in
+            // colBase a multiple of 32 and rowBase of 8, pair r sits in
             // panel colBase/32 + r/16, row % 8 = fragRow % 8 = lane / 4 and
             // chunk (fragCol / 4 + 2 (r/4 % 4)) ^ (lane / 4): four chunk
             // offsets per thread, the rest constants.
@@ -688,9 +696,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           w.fenceAsyncShared();
           w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);
           // dK done before the step ends: its B is this step's Q buffer,
-          // which the next step's prefetch (after the barrier at its top)
-          // overwrites, and the next step's wait_group 1 assumes no older
-          // group is pending. Keep this wait at the end of the step.
+          // which the producer refills once every MMA thread has arrived on
+          // the stage's EMPTY mbarrier below (cp.async kernels: the next
+          // step's prefetch after the barrier at its top), and the next
+          // step's wait_group 1 assumes no older group is pending. Keep this
+          // wait at the end of the step.
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           if (tma) // this thread is done with the stage
             w.mbarArrive(w.mbar(kEmptyQ, buf));

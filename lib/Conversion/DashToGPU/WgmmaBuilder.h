@@ -69,6 +69,16 @@ struct SmemLayout {
   int64_t dQRow() const { return d * 4 + 32; }
   int64_t dQPanel() const { return bm * 128; }
   int64_t dQBytes() const { return tma ? d / 32 * dQPanel() : bm * dQRow(); }
+  /// The swizzle (TMA's and wgmma's) is relative to 1024-byte atoms: every
+  /// swizzled buffer must start on one.
+  bool swizzleAligned() const {
+    bool ok = k() % 1024 == 0 && v() % 1024 == 0 && q(1) % 1024 == 0 &&
+              dO(0) % 1024 == 0 && dO(1) % 1024 == 0 && dsT() % 1024 == 0;
+    if (tma)
+      ok = ok && dQ(0) % 1024 == 0 && dQ(1) % 1024 == 0 &&
+           dQPanel() % 1024 == 0;
+    return ok;
+  }
   int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
   int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }

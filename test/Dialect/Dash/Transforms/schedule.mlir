@@ -9,6 +9,7 @@
 // RUN: dash-opt %s -split-input-file --dash-tile --dash-schedule="policy=ascending launch=persistent" | FileCheck %s --check-prefix=PERS
 // RUN: dash-opt %s -split-input-file --dash-tile --dash-schedule="policy=ascending" | FileCheck %s --check-prefix=FA3L
 // RUN: not dash-opt %s -split-input-file --dash-tile --dash-schedule="launch=grid" 2>&1 | FileCheck %s --check-prefix=BADL
+// RUN: dash-opt %s -split-input-file --dash-tile="block-m=64 block-n=64" --dash-schedule="launch=persistent" | FileCheck %s --check-prefix=ORDER
 // PERS-LABEL: func @full_2k
 // PERS: makespan = 667.75, critical_path = 667.75>
 // FA3L-LABEL: func @full_2k
@@ -62,4 +63,27 @@ func.func @dynamic(%q: !d, %lse: tensor<?x16x?xf32>) -> !d {
   %r:3 = dash.attention_bwd %q, %q, %q, %q, %q, %lse mask = causal align = bottom_right scale = 0.088 deterministic = true
       : !d, !d, !d, !d, !d, tensor<?x16x?xf32> -> !d, !d, !d
   return %r#0 : !d
+}
+
+// -----
+
+// Non-deterministic kernels add dQ partials as they come: auto models them
+// without the rank order. Causal s=512, 4 heads on 132 units: with the order,
+// ascending's chains cost and spt wins; without it ascending (listed first)
+// ties spt at the same makespan and is kept.
+// ORDER-LABEL: func @ordered
+// ORDER: schedule = #dash.schedule<policy = spt, requested = auto, num_units = 132, c = 1.0, r = 0.25, makespan = 10.0
+// ORDER-LABEL: func @unordered
+// ORDER: schedule = #dash.schedule<policy = ascending, requested = auto, num_units = 132, c = 1.0, r = 0.25, makespan = 10.0
+!s = memref<1x512x4x128xbf16>
+!sl = memref<1x4x512xf32>
+func.func @ordered(%q: !s, %lse: !sl) {
+  dash.attention_bwd %q, %q, %q, %q, %q, %lse outs(%q, %q, %q : !s, !s, !s)
+      mask = causal scale = 0.088 deterministic = true : !s, !s, !s, !s, !s, !sl
+  return
+}
+func.func @unordered(%q: !s, %lse: !sl) {
+  dash.attention_bwd %q, %q, %q, %q, %q, %lse outs(%q, %q, %q : !s, !s, !s)
+      mask = causal scale = 0.088 deterministic = false : !s, !s, !s, !s, !s, !sl
+  return
 }
