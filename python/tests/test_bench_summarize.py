@@ -30,14 +30,19 @@ def _results():
         # Meets everything: det >= FA3-det/cuDNN (anchor 1.0), det/nondet 0.96,
         # auto is the best schedule, workspace == FA3-class.
         _cell(128, "causal", 4096, [
-            ("sdpa-cudnn", 400.0, {}), ("dash-auto-det", 480.0, {"workspace_bytes": fa3_mem}),
+            ("sdpa-cudnn", 400.0, {}),
+            ("dash-auto-det", 480.0, {"workspace_bytes": fa3_mem, "resolved_policy": "descending"}),
             ("dash-auto-nondet", 500.0, {}), ("dash-descending-det", 470.0, {}),
             ("dash-spt-det", 300.0, {})])
         # Misses: slower than FA3-det, det/nondet 0.5, auto 10% below the best
-        # schedule, workspace above FA3-class.
+        # schedule, workspace above FA3-class; auto resolved to ascending,
+        # whose own row is 10% below shift.
         + _cell(128, "full", 4096, [
-            ("sdpa-cudnn", 500.0, {}), ("dash-auto-det", 200.0, {"workspace_bytes": 3 * fa3_mem}),
-            ("dash-auto-nondet", 400.0, {}), ("dash-shift-det", 222.3, {})]))
+            ("sdpa-cudnn", 500.0, {}),
+            ("dash-auto-det", 200.0, {"workspace_bytes": 3 * fa3_mem,
+                                      "resolved_policy": "ascending"}),
+            ("dash-auto-nondet", 400.0, {}), ("dash-shift-det", 222.3, {}),
+            ("dash-ascending-det", 200.0, {})]))
 
 
 ANCHORS = {(128, "causal", 4096): {"fa3_det": 400.0, "cudnn": 400.0},
@@ -52,7 +57,8 @@ def test_targets_are_counted_per_cell():
     assert "det / nondet >= 0.95 at s >= 4096: 1 / 2" in text
     assert "(target: >= 90%): 1 / 2" in text
     assert "workspace <= FA3-class extra memory: 1 / 2" in text
-    assert "deterministic runs bitwise equal: 5 / 5" in text
+    assert "deterministic runs bitwise equal: 6 / 6" in text
+    assert "timed in its own row, within 3% of the best: 1 / 2" in text
 
 
 def test_unreadable_results_exit_2(tmp_path):
