@@ -74,8 +74,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "threads per CTA of every kernel; 0: the mma mode's own count "
            "(wgmma 384, sync and simt 256)">,
     Option<"mma", "mma", "std::string", /*default=*/"\"wgmma\"",
-           "tile products: wgmma (warpgroup MMA from swizzled shared tiles, "
-           "cp.async prefetch, a dQ-reducer warp; 64x128 tiles, bf16), sync "
+           "tile products: wgmma (warp-specialised warpgroup MMA from swizzled "
+           "shared tiles, dQ-reducer warps; 64x128 tiles, bf16), sync "
            "(mma.sync m16n8k16; 64x64 tiles, 256 threads) or simt "
            "(CUDA-core FMA, any tile)">,
     Option<"loads", "loads", "std::string", /*default=*/"\"\"",
