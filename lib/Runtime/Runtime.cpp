@@ -1200,6 +1200,21 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   const Manifest &m = rt->kernels[plan.kernel];
   const CtxKernel &ck = ctx->kernels[plan.kernel];
   WsLayout ws = workspaceLayout(plan.shape, wsKernel(m));
+  // A CUDA graph cannot capture the per-call copy of a TMA kernel's tensor
+  // maps (and a replay would need this call's maps): refuse a capturing
+  // stream with a clear message before anything is allocated or copied.
+  if (m.usesTensorMaps()) {
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    DRV(rt->drv.cuStreamIsCapturing(stream, &capture), " (capture query)");
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+      return fail(DASH_ERROR_UNSUPPORTED,
+                  "kernel " + m.name +
+                      " loads by TMA: its tensor maps are copied to the "
+                      "device on every call, which a CUDA graph cannot "
+                      "capture; call it outside stream capture, or build "
+                      "cp.async kernels (scripts/aot --loads cp-async) for "
+                      "graphs");
+  }
   // 4. Workspace (the preprocess kernel zeroes what it needs).
   CUdeviceptr wsBase = 0;
   if (dash_status st = ensureWorkspace(rt, *ctx, stream, ws.total, wsBase))

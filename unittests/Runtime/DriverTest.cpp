@@ -62,6 +62,7 @@ struct Mock {
   void *h = nullptr;
   void (*reset)(int, int, int) = nullptr;
   void (*failLaunch)(int) = nullptr;
+  void (*capturing)(int) = nullptr;
   int (*initCalls)() = nullptr;
   int (*memsets)() = nullptr;
   int (*syncs)() = nullptr;
@@ -75,6 +76,7 @@ struct Mock {
       return false;
     reset = reinterpret_cast<decltype(reset)>(dlsym(h, "mock_reset"));
     failLaunch = reinterpret_cast<decltype(failLaunch)>(dlsym(h, "mock_fail_launch"));
+    capturing = reinterpret_cast<decltype(capturing)>(dlsym(h, "mock_capturing"));
     initCalls = reinterpret_cast<decltype(initCalls)>(dlsym(h, "mock_init_calls"));
     memsets = reinterpret_cast<decltype(memsets)>(dlsym(h, "mock_memsets"));
     syncs = reinterpret_cast<decltype(syncs)>(dlsym(h, "mock_syncs"));
@@ -303,6 +305,21 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
     EXPECT_EQ(t.strides[2] % 16, 0u) << i;
     EXPECT_GE(t.strides[2], t.strides[1] * (t.dims[2] - 1) + t.strides[0]) << i;
   }
+
+  // Inside CUDA-graph stream capture the per-call copy of the maps cannot be
+  // recorded: refused before anything is encoded, copied or launched.
+  ASSERT_NE(mock.capturing, nullptr);
+  mock.capturing(1);
+  const size_t launches = mock.launches()->size(), copied = mock.copiesHtoD()->size();
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(dash_runtime_last_error(rt)).find("CUDA graph"), std::string::npos)
+      << dash_runtime_last_error(rt);
+  EXPECT_EQ(mock.tensorMaps()->size(), 10u);
+  EXPECT_EQ(mock.copiesHtoD()->size(), copied);
+  EXPECT_EQ(mock.launches()->size(), launches);
+  mock.capturing(0);
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
   dash_runtime_destroy(rt);
   std::remove((dir + "/" + name + ".json").c_str());
   std::remove((dir + "/" + name + ".cubin").c_str());

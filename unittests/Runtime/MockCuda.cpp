@@ -35,6 +35,7 @@ std::vector<std::string> g_functions; // CUfunction = index + 1
 std::vector<MockLaunch> g_launches;
 std::vector<std::pair<std::string, int>> g_smemAttr;
 std::vector<MockTensorMap> g_tensorMaps;
+bool g_capturing = false;
 std::vector<std::pair<CUdeviceptr, size_t>> g_copiesHtoD; // async, into device memory
 } // namespace
 
@@ -45,6 +46,7 @@ __attribute__((visibility("default"))) void mock_reset(int sms, int occupancy, i
   g_occupancy = occupancy;
   g_paramSlots = paramSlots;
   g_failLaunch = false;
+  g_capturing = false;
   g_launches.clear();
   g_smemAttr.clear();
   g_tensorMaps.clear();
@@ -52,6 +54,7 @@ __attribute__((visibility("default"))) void mock_reset(int sms, int occupancy, i
   g_initCalls = g_memsets = g_syncs = 0;
 }
 __attribute__((visibility("default"))) void mock_fail_launch(int fail) { g_failLaunch = fail != 0; }
+__attribute__((visibility("default"))) void mock_capturing(int on) { g_capturing = on != 0; }
 __attribute__((visibility("default"))) void mock_hang(const int64_t *record, int words) {
   g_hangRecord.assign(record, record + words);
   g_trapped = false;
@@ -196,6 +199,10 @@ CUresult cuMemFreeHost(void *p) {
 CUresult cuStreamCreate(CUstream *s, unsigned) { *s = nullptr; return CUDA_SUCCESS; }
 CUresult cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
 CUresult cuStreamQuery(CUstream) { return CUDA_SUCCESS; }
+CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *status) {
+  *status = g_capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
 CUresult cuStreamSynchronize(CUstream) {
   ++g_syncs;
   if (g_trapped) {

@@ -60,6 +60,7 @@ namespace dash::rt {
   X(cuStreamCreate, "cuStreamCreate")                                          \
   X(cuStreamDestroy, "cuStreamDestroy_v2")                                     \
   X(cuStreamQuery, "cuStreamQuery")                                            \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing")                                \
   X(cuStreamSynchronize, "cuStreamSynchronize")                                \
   X(cuEventCreate, "cuEventCreate")                                            \
   X(cuEventDestroy, "cuEventDestroy_v2")                                       \
