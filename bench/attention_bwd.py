@@ -41,10 +41,6 @@ POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
 
 
-def timed(fn, runs, warmup=3):
-    return timed_interleaved([fn], runs, warmup)[0]
-
-
 def timed_interleaved(fns, runs, warmup=3):
     """Median ms of each fn, timed round-robin (one call of each per round,
     the order rotated by one each round): clock and thermal drift during a

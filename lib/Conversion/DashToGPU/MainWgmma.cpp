@@ -169,8 +169,9 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
                                        g.idx(0));
     // The runtime rewrites the maps at the same workspace address before
-    // every call: make this call's bytes the ones the TMA unit reads.
-    for (int i = 0; i < 4; ++i)
+    // every call: make this call's bytes the ones the TMA unit reads (the
+    // load maps q, k, v, dO; the reducers fence the dq_accum map).
+    for (int i = 0; i < kTensorMapDqAcc; ++i)
       NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
                                         w.tensorMap(i), w.c32(128));
     forItems([&](const Item &it, Value first) {
@@ -191,7 +192,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
         w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
                    g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
-        Value q0 = g.mul(visit(it, step), g.idx(bm));
+        Value qt = visit(it, step);
+        Value q0 = g.mul(qt, g.idx(bm));
         Value vOff = g.mul(stage, g.idx(bm * 4));
         // Opaque lane: hoisted row addresses would outlive 24 registers.
         Value rowLane = w.opaque(lane);
@@ -207,9 +209,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         g.when(lead, [&] {
           Value full = w.mbar(kFullQ, stage);
           // The step's Q tile for the MMA threads, released by the arrival.
-          LLVM::StoreOp::create(
-              b, loc, arith::IndexCastOp::create(b, loc, w.i32, visit(it, step)),
-              w.sh(g.add(at(L.stepTile(0)), g.mul(stage, g.idx(4)))), 4);
+          LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
           w.mbarExpect(full, 2 * L.qBytes());
           Value qOff = g.mul(stage, g.idx(L.qBytes()));
           w.tmaTile(0, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, bm, full);
@@ -283,17 +283,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 NVVM::FenceProxyOp::create(
                     b, loc, NVVM::ProxyKind::async_global, nullptr);
               }
-              auto i32of = [&](Value v) -> Value {
-                return arith::IndexCastOp::create(b, loc, w.i32, v);
-              };
-              for (int64_t p = 0; p < D / 32; ++p)
-                NVVM::CpAsyncBulkTensorReduceOp::create(
-                    b, loc, w.tensorMap(kTensorMapDqAcc),
-                    w.sh(g.add(staging, g.idx(p * L.dQPanel()))),
-                    NVVM::TMAReduxKind::ADD, NVVM::TMAStoreMode::TILE,
-                    ValueRange{w.c32(32 * p), i32of(q0), i32of(it.h),
-                               i32of(it.bb)},
-                    Value());
+              w.tmaReduceTile(staging, it.bb, q0, it.h);
               NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
               // The staging buffer is free once read.
               NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
@@ -466,9 +456,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                        g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
             qt = arith::IndexCastOp::create(
                 b, loc, b.getIndexType(),
-                LLVM::LoadOp::create(
-                    b, loc, w.i32,
-                    w.sh(g.add(at(L.stepTile(0)), g.mul(buf, g.idx(4)))), 4));
+                LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
           } else {
             qt = visit(it, step);
             buf = g.rem(step, g.idx(2));
@@ -532,13 +520,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             LLVM::StoreOp::create(b, loc, pair,
                                   w.sh(g.add(at(off), byteOff)), 4);
           };
-          auto i32of = [&](Value v) -> Value {
-            return arith::IndexCastOp::create(b, loc, w.i32, v);
-          };
           struct {
             Value q0, kv0, sq, sk, off;
-          } m{i32of(q0), i32of(g.add(kv0, wgRows)), i32of(Sq), i32of(Sk),
-              i32of(off)};
+          } m{w.i32of(q0), w.i32of(g.add(kv0, wgRows)), w.i32of(Sq),
+              w.i32of(Sk), w.i32of(off)};
           auto pPass = [&](bool masked) {
             SmallVector<Value> P;
             for (int64_t r = 0; r < bm / 2; ++r) {
@@ -550,8 +535,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                   b, loc, w.elem(S, r), scaleLog2,
                   arith::NegFOp::create(b, loc, lse)));
               if (masked) { // 32-bit: positions are below S < 2^31
-                Value gq = g.add(m.q0, i32of(qc));
-                Value gkv = g.add(m.kv0, i32of(rowOf(r)));
+                Value gq = g.add(m.q0, w.i32of(qc));
+                Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));
                 Value valid = g.andI(g.lt(gq, m.sq), g.lt(gkv, m.sk));
                 if (causal)
                   valid = g.andI(valid, g.causalVisible(gkv, gq, m.off));
@@ -654,16 +639,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
           Value staging =
               g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
-          // Byte offset of the pair (rowOf(r), colOf(r)) in the staging tile.
-          std::function<Value(int64_t)> pairOffset;
+          // TMA kernels: swizzled 32-column panels (SmemLayout::dQBytes).
+          // With colBase a multiple of 32 and rowBase of 8, pair r sits in
+          // panel colBase/32 + r/16, row % 8 = fragRow % 8 = lane / 4 and
+          // chunk (fragCol / 4 + 2 (r/4 % 4)) ^ (lane / 4): four chunk
+          // offsets per thread, the rest constants.
           SmallVector<Value, 4> chunkOff;
           Value threadOff;
           if (tma) {
-            // Swizzled 32-column panels (see SmemLayout::dQBytes): with
-            // colBase a multiple of 32 and rowBase of 8, pair r sits in
-            // panel colBase/32 + r/16, row % 8 = fragRow % 8 = lane / 4 and
-            // chunk (fragCol / 4 + 2 (r/4 % 4)) ^ (lane / 4): four chunk
-            // offsets per thread, the rest constants.
             Value sw = g.rem(fragRow, g.idx(8));
             Value a = g.div(fragCol, g.idx(4));
             for (int64_t j = 0; j < 4; ++j)
@@ -674,18 +657,17 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 g.add(g.mul(g.div(colBase, g.idx(32)), g.idx(L.dQPanel())),
                       g.mul(g.add(rowBase, fragRow), g.idx(128))),
                 g.mul(g.rem(fragCol, g.idx(4)), g.idx(4)));
-            pairOffset = [&](int64_t r) {
+          }
+          // Byte offset of the pair (rowOf(r), colOf(r)) in the staging tile
+          // (cp.async kernels: padded rows).
+          auto pairOffset = [&](int64_t r) -> Value {
+            if (tma)
               return g.add(
                   g.add(threadOff, chunkOff[(r / 4) % 4]),
                   g.idx((r / 16) * L.dQPanel() + 8 * ((r / 2) % 2) * 128));
-            };
-          } else {
-            pairOffset = [&](int64_t r) {
-              return g.add(
-                  g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
-                  g.mul(g.add(colBase, colOf(r)), g.idx(4)));
-            };
-          }
+            return g.add(g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
+                         g.mul(g.add(colBase, colOf(r)), g.idx(4)));
+          };
           for (int64_t r = 0; r < dqN / 2; r += 2) {
             Value pair = vector::FromElementsOp::create(
                 b, loc, VectorType::get({2}, w.f32),

@@ -117,6 +117,9 @@ struct WgmmaBuilder {
   Value toI64(Value idx) {
     return arith::IndexCastOp::create(b, loc, i64, idx);
   }
+  Value i32of(Value idx) {
+    return arith::IndexCastOp::create(b, loc, i32, idx);
+  }
   /// Shared pointer at byte address `addr` (index).
   Value sh(Value addr) {
     return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
@@ -160,7 +163,7 @@ struct WgmmaBuilder {
     Value lo; // i32
   };
   Desc desc(Value addr, int64_t lboBytes) {
-    Value a = arith::IndexCastOp::create(b, loc, i32, addr);
+    Value a = i32of(addr);
     a = arith::ShRUIOp::create(
         b, loc, arith::AndIOp::create(b, loc, a, c32(0x3FFFF)), c32(4));
     return {arith::OrIOp::create(b, loc, a, c32((lboBytes >> 4) << 16))};
@@ -204,7 +207,7 @@ struct WgmmaBuilder {
   /// `v` through a side-effecting register move: LLVM cannot hoist what is
   /// computed from it out of the enclosing loop.
   Value opaque(Value v) {
-    Value x = arith::IndexCastOp::create(b, loc, i32, v);
+    Value x = i32of(v);
     x = LLVM::InlineAsmOp::create(
             b, loc, i32, ValueRange{x}, "mov.b32 $0, $1;", "=r,r",
             /*has_side_effects=*/true, /*is_align_stack=*/false,
@@ -302,7 +305,7 @@ struct WgmmaBuilder {
   /// kernels give up after spinLimit polls and report barrier `which`
   /// (index) as rank -1 - which, `where` = {unit, b, h, hand-off}.
   void mbarWait(Value bar, Value parity, Value which, ArrayRef<Value> where) {
-    Value par32 = arith::IndexCastOp::create(b, loc, i32, parity);
+    Value par32 = i32of(parity);
     if (k.spinLimit <= 0) {
       NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, par32, c32(0x989680));
       return;
@@ -364,9 +367,6 @@ struct WgmmaBuilder {
                int64_t rowsTile, Value bar) {
     Value map = tensorMap(i);
     auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
-    auto i32of = [&](Value v) {
-      return arith::IndexCastOp::create(b, loc, i32, v).getResult();
-    };
     for (int64_t p = 0; p < L.panels(); ++p) {
       Value to = LLVM::AddrSpaceCastOp::create(
           b, loc, cluster, sh(g.add(dst, g.idx(p * rowsTile * 128))));
@@ -376,6 +376,23 @@ struct WgmmaBuilder {
           ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
           /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
     }
+  }
+
+  /// TMA reduce-add of the f32 staging tile at `src` (D/32 swizzled panels)
+  /// into rows [row0, row0 + Q tile rows) of head `head`, batch `bb` of the
+  /// dq_accum map: one 32-column panel per copy; rows past S_q are clipped.
+  void tmaReduceTile(Value src, Value bb, Value row0, Value head) {
+    Value map = tensorMap(kTensorMapDqAcc);
+    for (int64_t p = 0; p < D / 32; ++p)
+      NVVM::CpAsyncBulkTensorReduceOp::create(
+          b, loc, map, sh(g.add(src, g.idx(p * L.dQPanel()))),
+          NVVM::TMAReduxKind::ADD, NVVM::TMAStoreMode::TILE,
+          ValueRange{c32(32 * p), i32of(row0), i32of(head), i32of(bb)},
+          Value());
+  }
+  /// The i32 slot of stage `stage` (index) holding its step's Q tile index.
+  Value stepTileSlot(Value stage) {
+    return sh(g.add(g.add(base, g.idx(L.stepTile(0))), g.mul(stage, g.idx(4))));
   }
 
   /// cp.async of one f32 (element q0 + t) of a [B, H, S] workspace row
