@@ -323,9 +323,9 @@ WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps()};
 }
 
-/// The five maps (q, k, v, dO loads; dq_accum reduce-adds), 128 bytes each,
-/// in i64 words.
-constexpr int64_t kTensorMaps = 5;
+/// The seven maps (q, k, v, dO loads; dq_accum reduce-adds; lse_log2, dPsum
+/// loads), 128 bytes each, in i64 words.
+constexpr int64_t kTensorMaps = 7;
 constexpr int64_t kTensorMapWords = sizeof(CUtensorMap) / sizeof(int64_t);
 static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
 
@@ -336,6 +336,10 @@ static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
 WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
   WsLayout w;
   int64_t M = (s.Sq + k.blockM - 1) / k.blockM;
+  // TMA kernels load dPsum/lse_log2 rows through tensor maps, whose row
+  // stride must be a multiple of 16 bytes: their rows get S_q rounded up to
+  // 4 elements (the kernels index them by S_q; the map clips at S_q).
+  const int64_t statRows = k.tensorMaps ? (s.Sq + 3) / 4 * 4 : s.Sq;
   const bool noDkDv = k.dkdvDirect && s.Hq == s.Hkv;
   const int64_t kvRows = noDkDv ? 0 : s.Sk,
                 kvSlack = noDkDv ? 0 : k.blockN * s.D;
@@ -350,8 +354,8 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
       {Role::DQAccum, {s.B, s.Hq, s.Sq, s.D}, 4, k.blockM * s.D, 4},
       {Role::DKAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
       {Role::DVAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
-      {Role::DPSum, {s.B, s.Hq, s.Sq, 0}, 3, k.blockM, 4},
-      {Role::LseLog2, {s.B, s.Hq, s.Sq, 0}, 3, k.blockM, 4},
+      {Role::DPSum, {s.B, s.Hq, statRows, 0}, 3, k.blockM, 4},
+      {Role::LseLog2, {s.B, s.Hq, statRows, 0}, 3, k.blockM, 4},
       {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, 0, 4},
   };
   if (k.tensorMaps)
@@ -917,11 +921,15 @@ void packParams(const Manifest &m, const dash_bwd_args *a, const WsLayout &ws,
 // 16). Box: 64 columns (one 128-byte panel of the 128B swizzle the kernels'
 // shared tiles use) x the kernel's Q or KV tile rows; rows past S read as
 // zeros. Map 4 is the workspace's f32 dq_accum [B, H, S_q, D] (contiguous),
-// the destination of the dQ reduce-adds: box 32 columns (128 bytes) x the Q
-// tile rows; rows past S_q are not written.
+// the destination of the dQ reduce-adds, seen as 5-D (column within an
+// 8-column panel, row, panel, head, batch; the panel stride, 32 bytes, is
+// below the row's): one box is a whole Q tile stored panel by panel, the
+// kernels' unswizzled, bank-conflict-free staging layout; rows past S_q are
+// not written.
 dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
-                             const dash_bwd_args *a, CUdeviceptr dqAccum,
-                             CUtensorMap *out) {
+                             const dash_bwd_args *a, const WsLayout &ws,
+                             CUdeviceptr wsBase, CUtensorMap *out) {
+  const CUdeviceptr dqAccum = wsBase + CUdeviceptr(ws.offset[int(Role::DQAccum)]);
   const dash_tensor *ts[4] = {&a->q, &a->k, &a->v, &a->dO};
   const char *names[4] = {"q", "k", "v", "dO"};
   const int64_t rows[4] = {m.blockM, m.blockN, m.blockN, m.blockM};
@@ -930,12 +938,13 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const cuuint64_t eltBytes = 2;
   auto encode = [&](CUtensorMap *map, CUtensorMapDataType t, void *base,
-                    const cuuint64_t dims[4], const cuuint64_t strides[3],
-                    const cuuint32_t box[4], const char *what) {
-    cuuint32_t unit[4] = {1, 1, 1, 1};
+                    cuuint32_t rank, const cuuint64_t *dims,
+                    const cuuint64_t *strides, const cuuint32_t *box,
+                    CUtensorMapSwizzle swizzle, const char *what) {
+    cuuint32_t unit[5] = {1, 1, 1, 1, 1};
     CUresult r = rt->drv.cuTensorMapEncodeTiled(
-        map, t, 4, base, dims, strides, box, unit,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        map, t, rank, base, dims, strides, box, unit,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
         CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
       return fail(DASH_ERROR_DRIVER,
@@ -960,17 +969,45 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
     };
     cuuint64_t strides[3] = {stride(1), stride(2), stride(0)};
     cuuint32_t box[4] = {64, cuuint32_t(rows[i]), 1, 1};
-    if (dash_status st = encode(&out[i], type, t.data, dims, strides, box, names[i]))
+    if (dash_status st = encode(&out[i], type, t.data, 4, dims, strides, box,
+                                CU_TENSOR_MAP_SWIZZLE_128B, names[i]))
       return st;
   }
   const cuuint64_t D = cuuint64_t(a->q.shape[3]), Sq = cuuint64_t(a->q.shape[1]),
                    Hq = cuuint64_t(a->q.shape[2]), B = cuuint64_t(a->q.shape[0]);
-  cuuint64_t dims[4] = {D, Sq, Hq, B};
-  cuuint64_t strides[3] = {D * 4, Sq * D * 4, Hq * Sq * D * 4};
-  cuuint32_t box[4] = {32, cuuint32_t(m.blockM), 1, 1};
-  return encode(&out[4], CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                reinterpret_cast<void *>(dqAccum), dims, strides, box,
-                "dq_accum");
+  dash_status st;
+  if (m.dqAccumMap == Manifest::DqAccumMap::Swizzle128x32) { // older kernels
+    cuuint64_t dims[4] = {D, Sq, Hq, B};
+    cuuint64_t strides[3] = {D * 4, Sq * D * 4, Hq * Sq * D * 4};
+    cuuint32_t box[4] = {32, cuuint32_t(m.blockM), 1, 1};
+    st = encode(&out[4], CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                reinterpret_cast<void *>(dqAccum), 4, dims, strides, box,
+                CU_TENSOR_MAP_SWIZZLE_128B, "dq_accum");
+  } else {
+    cuuint64_t dims[5] = {8, Sq, D / 8, Hq, B};
+    cuuint64_t strides[4] = {D * 4, 32, Sq * D * 4, Hq * Sq * D * 4};
+    cuuint32_t box[5] = {8, cuuint32_t(m.blockM), cuuint32_t(D / 8), 1, 1};
+    st = encode(&out[4], CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                reinterpret_cast<void *>(dqAccum), 5, dims, strides, box,
+                CU_TENSOR_MAP_SWIZZLE_NONE, "dq_accum");
+  }
+  if (st)
+    return st;
+  // Maps 5, 6: lse_log2 and dPsum [B, H, S_q] of the workspace (rows padded
+  // to 4 elements, workspaceLayout), boxes of one Q tile; zeros past S_q.
+  const Role stats[2] = {Role::LseLog2, Role::DPSum};
+  const char *statNames[2] = {"lse_log2", "dpsum"};
+  for (int i = 0; i < 2; ++i) {
+    const cuuint64_t rows = cuuint64_t(ws.sizes[int(stats[i])][2]);
+    cuuint64_t dims[3] = {Sq, Hq, B};
+    cuuint64_t strides[2] = {rows * 4, Hq * rows * 4};
+    cuuint32_t box[3] = {cuuint32_t(m.blockM), 1, 1};
+    if ((st = encode(&out[5 + i], CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                     reinterpret_cast<void *>(wsBase + CUdeviceptr(ws.offset[int(stats[i])])),
+                     3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE, statNames[i])))
+      return st;
+  }
+  return DASH_SUCCESS;
 }
 
 int64_t gridStride(int64_t work, int64_t threads, int numSMs) {
@@ -1225,9 +1262,7 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   // before the launches; pageable source: staged by the call).
   if (m.usesTensorMaps()) {
     CUtensorMap maps[kTensorMaps];
-    if (dash_status st = encodeTensorMaps(
-            rt, m, args, wsBase + CUdeviceptr(ws.offset[int(Role::DQAccum)]),
-            maps))
+    if (dash_status st = encodeTensorMaps(rt, m, args, ws, wsBase, maps))
       return st;
     DRV(rt->drv.cuMemcpyHtoDAsync(
             wsBase + CUdeviceptr(ws.offset[int(Role::TensorMaps)]), maps,

@@ -185,16 +185,11 @@ TEST_F(MockDriverTest, LaunchesThreeKernelsWithThePackedAbi) {
   EXPECT_EQ(mock.memsets(), 0);
 }
 
-// A kernel whose manifest lists `tensor_maps` (TMA loads of q, k, v, dO,
-// TMA reduce-adds into dq_accum): the runtime encodes the five maps for the
-// call's tensors and workspace and copies them into the workspace before the
-// launches.
-TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
-  Mock mock;
-  ASSERT_TRUE(mock.open()) << dlerror();
-  char tmpl[] = "/tmp/dash-rt-tmaXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, name = "d128_causal_br_descending_det";
+// A copy of test kernel `name` in `dir` whose manifest lists `tensor_maps`
+// (TMA loads of q, k, v, dO, TMA reduce-adds into dq_accum) and, unless
+// empty, the dq_accum view `dqMap`.
+void writeTmaKernel(const std::string &dir, const std::string &name,
+                    const std::string &dqMap) {
   std::ifstream in(kernelDir() + "/" + name + ".json");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   const std::string scale = "\"name\": \"scale\",";
@@ -203,11 +198,22 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   at = text.find('}', at);
   text.insert(at + 1, ", {\"name\": \"tensor_maps\", \"kind\": \"memref\", \"rank\": 1, "
                       "\"elt\": \"i64\"}");
+  if (!dqMap.empty())
+    text.insert(text.find('{') + 1, "\"dq_accum_map\": \"" + dqMap + "\",");
   std::ofstream(dir + "/" + name + ".json") << text;
-  {
-    std::ifstream cubin(kernelDir() + "/" + name + ".cubin", std::ios::binary);
-    std::ofstream(dir + "/" + name + ".cubin", std::ios::binary) << cubin.rdbuf();
-  }
+  std::ifstream cubin(kernelDir() + "/" + name + ".cubin", std::ios::binary);
+  std::ofstream(dir + "/" + name + ".cubin", std::ios::binary) << cubin.rdbuf();
+}
+
+// A TMA kernel: the runtime encodes the five maps for the call's tensors
+// and workspace and copies them into the workspace before the launches.
+TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
+  Mock mock;
+  ASSERT_TRUE(mock.open()) << dlerror();
+  char tmpl[] = "/tmp/dash-rt-tmaXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, name = "d128_causal_br_descending_det";
+  writeTmaKernel(dir, name, "panels8");
   mock.reset(132, 1, kSlots + 5); // + the rank-1 tensor_maps descriptor
   dash_runtime *rt = nullptr;
   ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
@@ -223,7 +229,7 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
       << dash_runtime_last_error(rt);
 
   const auto &maps = *mock.tensorMaps();
-  ASSERT_EQ(maps.size(), 5u);
+  ASSERT_EQ(maps.size(), 7u);
   const dash_tensor *ts[4] = {&a.q, &a.k, &a.v, &a.dO};
   const unsigned rows[4] = {64, 64, 64, 64}; // the fixture's block_m, block_n
   for (int i = 0; i < 4; ++i) {
@@ -250,35 +256,61 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   }
   EXPECT_EQ(maps[1].dims[1], uint64_t(Sk));
   EXPECT_EQ(maps[1].strides[0], uint64_t(D * 2)); // BHSD k: S stride = D
-  // Map 4: the f32 dq_accum [B, H, S_q, D] of the workspace, 32-column
-  // (128-byte) boxes of block_m rows.
+  // Map 4: the f32 dq_accum [B, H, S_q, D] of the workspace as (column in
+  // an 8-column panel, row, panel, head, batch); one box = a whole Q tile,
+  // panel by panel, unswizzled.
   const MockTensorMap &dq = maps[4];
   EXPECT_EQ(dq.type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
-  EXPECT_EQ(dq.rank, 4u);
-  EXPECT_EQ(dq.dims[0], uint64_t(D));
+  EXPECT_EQ(dq.rank, 5u);
+  EXPECT_EQ(dq.dims[0], 8u);
   EXPECT_EQ(dq.dims[1], uint64_t(Sq));
-  EXPECT_EQ(dq.dims[2], uint64_t(H));
-  EXPECT_EQ(dq.dims[3], uint64_t(B));
+  EXPECT_EQ(dq.dims[2], uint64_t(D / 8));
+  EXPECT_EQ(dq.dims[3], uint64_t(H));
+  EXPECT_EQ(dq.dims[4], uint64_t(B));
   EXPECT_EQ(dq.strides[0], uint64_t(D * 4));
-  EXPECT_EQ(dq.strides[1], uint64_t(Sq * D * 4));
-  EXPECT_EQ(dq.strides[2], uint64_t(H * Sq * D * 4));
-  EXPECT_EQ(dq.box[0], 32u);
+  EXPECT_EQ(dq.strides[1], 32u);
+  EXPECT_EQ(dq.strides[2], uint64_t(Sq * D * 4));
+  EXPECT_EQ(dq.strides[3], uint64_t(H * Sq * D * 4));
+  EXPECT_EQ(dq.box[0], 8u);
   EXPECT_EQ(dq.box[1], 64u);
-  EXPECT_EQ(dq.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
+  EXPECT_EQ(dq.box[2], uint32_t(D / 8));
+  EXPECT_EQ(dq.box[3], 1u);
+  EXPECT_EQ(dq.box[4], 1u);
+  EXPECT_EQ(dq.swizzle, int(CU_TENSOR_MAP_SWIZZLE_NONE));
+
+  // Maps 5, 6: lse_log2 and dPsum [B, H, S_q] of the workspace, one Q tile
+  // per box, rows padded to 4 elements (S_q = 256 needs none; see below).
+  for (int i = 5; i < 7; ++i) {
+    const MockTensorMap &t = maps[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(t.type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
+    EXPECT_EQ(t.rank, 3u);
+    EXPECT_EQ(t.dims[0], uint64_t(Sq));
+    EXPECT_EQ(t.dims[1], uint64_t(H));
+    EXPECT_EQ(t.dims[2], uint64_t(B));
+    EXPECT_EQ(t.strides[0], uint64_t(Sq * 4));
+    EXPECT_EQ(t.strides[1], uint64_t(H * Sq * 4));
+    EXPECT_EQ(t.box[0], 64u);
+    EXPECT_EQ(t.box[1], 1u);
+    EXPECT_EQ(t.swizzle, int(CU_TENSOR_MAP_SWIZZLE_NONE));
+    EXPECT_EQ(t.oob, int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)); // zeros past S_q
+  }
+  EXPECT_NE(maps[5].address, maps[6].address);
 
   // The kernels get a rank-1 i64 descriptor (last parameter) over the
-  // workspace copy of the five maps, in the order q, k, v, dO, dq_accum.
+  // workspace copy of the seven maps, in the order q, k, v, dO, dq_accum,
+  // lse_log2, dpsum.
   const std::vector<uint64_t> &P = (*mock.launches())[1].params;
   ASSERT_EQ(P.size(), size_t(kSlots + 5));
   const uint64_t tm = P[kSlots]; // after scale
   EXPECT_EQ(P[kSlots + 1], tm);
-  EXPECT_EQ(P[kSlots + 3], 80u); // 5 maps x 16 words
+  EXPECT_EQ(P[kSlots + 3], 112u); // 7 maps x 16 words
   EXPECT_EQ(P[kSlots + 4], 1u);
   EXPECT_EQ(tm % 256, 0u);
   const auto &copies = *mock.copiesHtoD();
   ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(copies[0].first, CUdeviceptr(tm));
-  EXPECT_EQ(copies[0].second, 5 * sizeof(CUtensorMap));
+  EXPECT_EQ(copies[0].second, 7 * sizeof(CUtensorMap));
   for (int i = 0; i < 4; ++i) { // the mock writes {address, call index}
     const uint64_t *w = reinterpret_cast<const uint64_t *>(tm) + 16 * i;
     EXPECT_EQ(w[0], uint64_t(reinterpret_cast<uintptr_t>(ts[i]->data)));
@@ -299,11 +331,24 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   one.lse.strides[0] = 3;
   ASSERT_EQ(dash_attention_bwd(rt, &one, nullptr, nullptr), DASH_SUCCESS)
       << dash_runtime_last_error(rt);
-  ASSERT_EQ(mock.tensorMaps()->size(), 10u);
-  for (int i = 5; i < 9; ++i) {
+  ASSERT_EQ(mock.tensorMaps()->size(), 14u);
+  for (int i = 7; i < 11; ++i) {
     const MockTensorMap &t = (*mock.tensorMaps())[i];
     EXPECT_EQ(t.strides[2] % 16, 0u) << i;
     EXPECT_GE(t.strides[2], t.strides[1] * (t.dims[2] - 1) + t.strides[0]) << i;
+  }
+
+  // S_q = 250: the lse_log2/dPsum rows are padded to 252 elements, so the
+  // maps' row stride is a multiple of 16 bytes; the maps still end at S_q.
+  dash_bwd_args ragged = makeArgs(B, 250, Sk, H, Hkv, D);
+  ASSERT_EQ(dash_attention_bwd(rt, &ragged, nullptr, nullptr), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
+  ASSERT_EQ(mock.tensorMaps()->size(), 21u);
+  for (int i = 19; i < 21; ++i) {
+    const MockTensorMap &t = (*mock.tensorMaps())[i];
+    EXPECT_EQ(t.dims[0], 250u) << i;
+    EXPECT_EQ(t.strides[0], 252u * 4) << i;
+    EXPECT_EQ(t.strides[1], uint64_t(H) * 252 * 4) << i;
   }
 
   // Inside CUDA-graph stream capture the per-call copy of the maps cannot be
@@ -314,13 +359,51 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_UNSUPPORTED);
   EXPECT_NE(std::string(dash_runtime_last_error(rt)).find("CUDA graph"), std::string::npos)
       << dash_runtime_last_error(rt);
-  EXPECT_EQ(mock.tensorMaps()->size(), 10u);
+  EXPECT_EQ(mock.tensorMaps()->size(), 21u);
   EXPECT_EQ(mock.copiesHtoD()->size(), copied);
   EXPECT_EQ(mock.launches()->size(), launches);
   mock.capturing(0);
   EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
       << dash_runtime_last_error(rt);
   dash_runtime_destroy(rt);
+  std::remove((dir + "/" + name + ".json").c_str());
+  std::remove((dir + "/" + name + ".cubin").c_str());
+  rmdir(dir.c_str());
+}
+
+// Kernels built before "dq_accum_map" existed reduce-add 128B-swizzled
+// 32-column boxes: without the field the runtime encodes that 4-D map; an
+// unknown view is refused when the directory is loaded.
+TEST(MockDriverTensorMaps, DqAccumMapFollowsTheManifest) {
+  Mock mock;
+  ASSERT_TRUE(mock.open()) << dlerror();
+  char tmpl[] = "/tmp/dash-rt-tmaXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, name = "d128_causal_br_descending_det";
+  writeTmaKernel(dir, name, "");
+  mock.reset(132, 1, kSlots + 5);
+  dash_runtime *rt = nullptr;
+  ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
+      << dash_runtime_last_error(nullptr);
+  const int64_t D = 128;
+  dash_bwd_args a = makeArgs(2, 256, 320, 4, 2, D);
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
+  ASSERT_EQ(mock.tensorMaps()->size(), 7u);
+  const MockTensorMap &dq = (*mock.tensorMaps())[4];
+  EXPECT_EQ(dq.rank, 4u);
+  EXPECT_EQ(dq.dims[0], uint64_t(D));
+  EXPECT_EQ(dq.box[0], 32u);
+  EXPECT_EQ(dq.box[1], 64u);
+  EXPECT_EQ(dq.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
+  dash_runtime_destroy(rt);
+
+  writeTmaKernel(dir, name, "panels9");
+  dash_runtime *bad = nullptr;
+  EXPECT_NE(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &bad), DASH_SUCCESS);
+  EXPECT_NE(std::string(dash_runtime_last_error(nullptr)).find("dq_accum_map"),
+            std::string::npos)
+      << dash_runtime_last_error(nullptr);
   std::remove((dir + "/" + name + ".json").c_str());
   std::remove((dir + "/" + name + ".cubin").c_str());
   rmdir(dir.c_str());

@@ -73,6 +73,12 @@ struct Manifest {
   /// Optional "dkdv_direct": the main kernel writes dk/dv itself when
   /// H_q == H_kv, so dk_accum/dv_accum need no rows then.
   bool dkdvDirect = false;
+  /// TMA kernels: the view of dq_accum their reduce-adds expect. Optional
+  /// "dq_accum_map": "panels8" (5-D, one box per Q tile, unswizzled 8-column
+  /// panels); absent: "swizzle128x32", the 4-D map with 128B-swizzled
+  /// 32-column boxes of kernels built before it existed.
+  enum class DqAccumMap { Swizzle128x32, Panels8 } dqAccumMap =
+      DqAccumMap::Swizzle128x32;
   KernelEntry preprocess, main, postprocess;
   std::vector<Param> params;
   /// Optional calibrated model costs ("model": {"c":..,"r":..}); <= 0 keeps

@@ -132,6 +132,10 @@ struct ConvertDashToGPUPass
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
     config.append("mma", b.getStringAttr(mma));
     config.append("loads", b.getStringAttr(tma ? "tma" : "cp-async"));
+    // TMA kernels: how the dq_accum tensor map must view the workspace (the
+    // staging layout of the dQ reduce-adds; the runtime encodes it).
+    if (tma)
+      config.append("dq_accum_map", b.getStringAttr("panels8"));
     config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
     // The WGMMA main kernel writes dk/dv itself when H_q == H_kv (its
     // dk_accum/dv_accum may then be empty); the runtime sizes the workspace

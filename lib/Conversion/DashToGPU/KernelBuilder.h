@@ -44,9 +44,10 @@ inline const char *const kArgNames[kNumArgs] = {
     "lse",      "dq",       "dk",       "dv",       "dq_accum",
     "dk_accum", "dv_accum", "dpsum",    "lse_log2", "semaphores",
     "scale",    "debug",    "tensor_maps"};
-/// The CUtensorMaps of q, k, v, dO (loads) and dq_accum (reduce-adds),
-/// 128 B each, as i64 words.
-constexpr int64_t kTensorMapCount = 5, kTensorMapDqAcc = 4;
+/// The CUtensorMaps of q, k, v, dO (loads), dq_accum (reduce-adds) and
+/// lse_log2, dPsum (loads), 128 B each, as i64 words.
+constexpr int64_t kTensorMapCount = 7, kTensorMapDqAcc = 4,
+                  kTensorMapLse2 = 5, kTensorMapDPsum = 6;
 constexpr int64_t kTensorMapWords = kTensorMapCount * 16;
 
 /// The record a debug kernel leaves in its `debug` buffer (i64 words) before

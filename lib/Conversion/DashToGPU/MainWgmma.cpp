@@ -6,13 +6,14 @@
 //  * 384 threads: warpgroups 0 and 1 do the tile math, each on 64 of the
 //    128 KV rows of the unit's current KV tile; warps 8 and 9 (of warpgroup
 //    2) are the dQ reducers, one per staging buffer; with loads=tma (the
-//    default) warp 10 is the producer. setmaxnreg moves registers from
+//    default) lane 0 of warp 10 is the producer. setmaxnreg moves registers from
 //    warpgroup 2 (24) to the MMA warpgroups (240), whose dK/dV accumulators
 //    stay live.
 //  * Per KV tile (item): K and V are loaded once. Per Q tile (step): Q, dO,
-//    lse_log2 and dPsum arrive in one of two stages, one step ahead: by TMA
-//    from the producer, which also walks the schedule and hands each step's
-//    Q tile index over in the stage (loads=tma; full/empty mbarriers), or
+//    lse_log2 and dPsum arrive in one of two stages, one step ahead: all by
+//    TMA from the producer, which also walks the schedule and hands each
+//    step's Q tile index over in the stage (loads=tma; full/empty mbarriers),
+//    or
 //    by cp.async from the MMA threads (loads=cp-async; zero-filled past S).
 //  * Per step and warpgroup w (rows R = KV rows 64w..64w+63):
 //      S^T  = K_R Q^T, dP^T = V_R dO^T              (m64n64,  K = D)
@@ -25,7 +26,7 @@
 //  * The dQ partial goes registers -> shared (f32, staging buffer = hand-off
 //    parity); that buffer's reducer warp waits for the row's turn
 //    (deterministic: the semaphore equals the rank), adds the tile (TMA: one
-//    tensor reduce-add per 32-column panel from lane 0; cp.async kernels:
+//    5-D tensor reduce-add of the whole tile from lane 0; cp.async kernels:
 //    one `cp.reduce.async.bulk ... add.f32` per row from every lane), frees
 //    the buffer once the copies have read it, waits for the adds to complete
 //    and releases the row. Named barriers hand the staging buffer between the two sides
@@ -125,14 +126,13 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   };
 
   // TMA kernels: thread 0 initialises the mbarriers before any role runs.
-  // FULL_Q: the producer's expect-tx arrival + one cp.async arrival per
-  // producer lane (lse_log2, dPsum); EMPTY_Q and EMPTY_KV: every MMA thread
-  // once it is done with the stage / the item's K and V; FULL_KV: the
-  // expect-tx arrival.
+  // FULL_Q and FULL_KV: the producer's expect-tx arrival; EMPTY_Q and
+  // EMPTY_KV: every MMA thread once it is done with the stage / the item's K
+  // and V.
   if (tma) {
     g.when(k.isThread0(), [&] {
       for (int j = 0; j < 2; ++j) {
-        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kFullQ + j), w.c32(1 + 32),
+        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kFullQ + j), w.c32(1),
                                      Value());
         NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEmptyQ + j),
                                      w.c32(kMmaThreads), Value());
@@ -159,66 +159,58 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   auto roles = scf::IfOp::create(b, loc, isMma, /*withElseRegion=*/true);
 
   // --------------------------------------------------------------- producer
-  // TMA kernels, warp 10 (24 registers): per item, once the MMA threads are
-  // done with the previous K and V (EMPTY_KV), K and V by TMA (FULL_KV); per
-  // step n of the unit (stage n % 2), once the stage is free (EMPTY_Q), its
-  // lse_log2/dPsum rows by 4-byte cp.async from every lane (zeros past S_q,
-  // arriving on FULL_Q when done) and Q and dO by TMA from lane 0.
+  // TMA kernels, lane 0 of warp 10 (24 registers; the other lanes idle): per
+  // item, once the MMA threads are done with the previous K and V
+  // (EMPTY_KV), K and V (FULL_KV); per step n of the unit (stage n % 2),
+  // once the stage is free (EMPTY_Q), the step's Q tile index into the
+  // stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one expect-tx
+  // arrival; rows past S_q arrive as zeros). One thread and no per-lane
+  // address math keep the walk short: the MMA warps wait on it every step.
   auto emitProducer = [&] {
     Value lane = g.sub(tid, g.idx(32 * kProducerWarp));
     Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
                                        g.idx(0));
-    // The runtime rewrites the maps at the same workspace address before
-    // every call: make this call's bytes the ones the TMA unit reads (the
-    // load maps q, k, v, dO; the reducers fence the dq_accum map).
-    for (int i = 0; i < kTensorMapDqAcc; ++i)
-      NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
-                                        w.tensorMap(i), w.c32(128));
-    forItems([&](const Item &it, Value first) {
-      Value hkv = g.div(it.h, g.div(H, Hkv));
-      Value kv0 = g.mul(it.kv, g.idx(kBn));
-      Value itemParity = g.rem(it.index, g.idx(2));
-      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
-                 g.idx(kEmptyKV), {unit, it.bb, it.h, first});
-      g.when(lead, [&] {
-        Value full = w.mbar(kFullKV);
-        w.mbarExpect(full, 2 * L.kvBytes());
-        w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, full);
-        w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, full);
-      });
-      g.loop(it.len, [&](Value step) {
-        Value n = g.add(first, step);
-        Value stage = g.rem(n, g.idx(2));
-        Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
-        w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
-                   g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
-        Value qt = visit(it, step);
-        Value q0 = g.mul(qt, g.idx(bm));
-        Value vOff = g.mul(stage, g.idx(bm * 4));
-        // Opaque lane: hoisted row addresses would outlive 24 registers.
-        Value rowLane = w.opaque(lane);
-        for (int64_t j = 0; j < bm / 32; ++j) {
-          Value t = g.add(rowLane, g.idx(32 * j));
-          w.loadRowVector(kLse2, g.add(at(L.lse(0)), vOff), it.bb, it.h, q0,
-                          Sq, t);
-          w.loadRowVector(kDPsum, g.add(at(L.dps(0)), vOff), it.bb, it.h, q0,
-                          Sq, t);
-        }
-        NVVM::CpAsyncMBarrierArriveOp::create(b, loc, w.mbar(kFullQ, stage),
-                                              /*noinc=*/true);
-        g.when(lead, [&] {
+    g.when(lead, [&] {
+      // The runtime rewrites the maps at the same workspace address before
+      // every call: make this call's bytes the ones the TMA unit reads (the
+      // loads' maps; the reducers fence the dq_accum map).
+      for (int i = 0; i < kTensorMapCount; ++i)
+        if (i != kTensorMapDqAcc)
+          NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
+                                            w.tensorMap(i), w.c32(128));
+      forItems([&](const Item &it, Value first) {
+        Value hkv = g.div(it.h, g.div(H, Hkv));
+        Value kv0 = g.mul(it.kv, g.idx(kBn));
+        Value itemParity = g.rem(it.index, g.idx(2));
+        w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
+                   g.idx(kEmptyKV), {unit, it.bb, it.h, first});
+        Value fullKV = w.mbar(kFullKV);
+        w.mbarExpect(fullKV, 2 * L.kvBytes());
+        w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);
+        w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, fullKV);
+        g.loop(it.len, [&](Value step) {
+          Value n = g.add(first, step);
+          Value stage = g.rem(n, g.idx(2));
+          Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
+          w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
+                     g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
+          Value qt = visit(it, step);
+          Value q0 = g.mul(qt, g.idx(bm));
           Value full = w.mbar(kFullQ, stage);
           // The step's Q tile for the MMA threads, released by the arrival.
           LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
-          w.mbarExpect(full, 2 * L.qBytes());
+          w.mbarExpect(full, 2 * L.qBytes() + 2 * bm * 4);
           Value qOff = g.mul(stage, g.idx(L.qBytes()));
           w.tmaTile(0, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, bm, full);
           w.tmaTile(3, g.add(at(L.dO(0)), qOff), it.bb, q0, it.h, bm, full);
+          Value vOff = g.mul(stage, g.idx(bm * 4));
+          w.tmaRowVector(kTensorMapLse2, g.add(at(L.lse(0)), vOff), it.bb, q0,
+                         it.h, full);
+          w.tmaRowVector(kTensorMapDPsum, g.add(at(L.dps(0)), vOff), it.bb,
+                         q0, it.h, full);
         });
       });
     });
-    // Consumers wait for every copy anyway; leave none in flight at exit.
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   };
 
   // --------------------------------------------------------------- reducers
@@ -227,7 +219,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // reducer would serialise every rank wait and bulk completion of the
   // unit). Per hand-off: wait FULL, (deterministic) lane 0 waits for the
   // row's turn, the tile is added (TMA kernels: lane 0, one tensor
-  // reduce-add per panel; cp.async kernels: every lane, one bulk reduce-add
+  // reduce-add of the tile; cp.async kernels: every lane, one bulk reduce-add
   // per staging row); once the copies have read shared memory the buffer
   // goes back to the MMA side (EMPTY); deterministic mode then waits for the
   // adds to complete, fences and releases the row to the next rank.
@@ -271,8 +263,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value staging =
               g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0))));
           if (tma) {
-            // Lane 0 alone: the rank wait, one tensor reduce-add per 32-column
-            // panel (rows past S_q are clipped by the map), and the release.
+            // Lane 0 alone: the rank wait, one tensor reduce-add of the tile
+            // (rows past S_q are clipped by the map), and the release.
             // The warp reconverges before the EMPTY arrival (a warp's bar
             // arrival counts all its lanes).
             if (det)
@@ -473,6 +465,41 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
 
           Value q0 = g.mul(qt, g.idx(bm));
 
+          // This thread's lse_log2 and dPsum values (its bm/4 Q columns, in
+          // pairs), read ahead of their use: lse_log2 before the products go
+          // out, so its shared-memory latency hides under the wgmmas instead
+          // of stalling the first FFMA of the exp2 pass (ncu: short-scoreboard
+          // stalls there).
+          Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(bm * 4)));
+          Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(bm * 4)));
+          auto loadStats = [&](Value base) {
+            SmallVector<Value> v;
+            auto v2f = VectorType::get({2}, w.f32);
+            for (int64_t j = 0; j < bm / 8; ++j) {
+              Value c = g.add(fragCol, g.idx(8 * j));
+              Value pair = LLVM::LoadOp::create(
+                  b, loc, v2f, w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
+              for (int64_t u = 0; u < 2; ++u)
+                v.push_back(vector::ExtractOp::create(b, loc, pair, u));
+            }
+            return v;
+          };
+          // With 128-row Q tiles (D = 64) the 32 values per vector would
+          // spill: those are read where they are used.
+          const bool statsAhead = bm == 64;
+          SmallVector<Value> lseV, dpsV;
+          if (statsAhead)
+            lseV = loadStats(lseBase);
+          // Column colOf(r) of the accumulator is stats[2 (r / 4) + r % 2].
+          auto statOf = [&](ArrayRef<Value> v, Value base, int64_t r) {
+            if (!v.empty())
+              return v[2 * (r / 4) + r % 2];
+            return LLVM::LoadOp::create(
+                       b, loc, w.f32,
+                       w.sh(g.add(base, g.mul(colOf(r), g.idx(4)))))
+                .getResult();
+          };
+
           // S^T and dP^T (K = D).
           WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
           WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
@@ -500,8 +527,6 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
           // row % 8 of every fragment row is lane / 4).
-          Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(bm * 4)));
-          Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(bm * 4)));
           Value sw8 = g.div(lane, g.idx(4));
           auto v2 = VectorType::get({2}, w.bf16);
           auto storePair = [&](int64_t off, int64_t r, Value x, Value y) {
@@ -528,12 +553,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             SmallVector<Value> P;
             for (int64_t r = 0; r < bm / 2; ++r) {
               Value qc = colOf(r);
-              Value lse = LLVM::LoadOp::create(
-                  b, loc, w.f32, w.sh(g.add(lseBase, g.mul(qc, g.idx(4)))));
               // One FFMA: S * scale * log2(e) - lse_log2.
               Value p = k.exp2(LLVM::FMAOp::create(
                   b, loc, w.elem(S, r), scaleLog2,
-                  arith::NegFOp::create(b, loc, lse)));
+                  arith::NegFOp::create(b, loc, statOf(lseV, lseBase, r))));
               if (masked) { // 32-bit: positions are below S < 2^31
                 Value gq = g.add(m.q0, w.i32of(qc));
                 Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));
@@ -584,6 +607,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
           if (earlyDv)
             issueDv();
+          // dPsum while dP^T finishes (earlier, it would outlive the
+          // registers).
+          if (statsAhead)
+            dpsV = loadStats(dpsBase);
           // S^T, dP^T done (dV may still run).
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : 0);
           // TMA kernels: the other warpgroup's dQ of the previous step reads
@@ -595,13 +622,9 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // A of dK += dS^T Q.
           for (int64_t r = 0; r < bm / 2; r += 2) {
             Value ds[2];
-            for (int64_t u = 0; u < 2; ++u) {
-              Value dps = LLVM::LoadOp::create(
-                  b, loc, w.f32,
-                  w.sh(g.add(dpsBase, g.mul(colOf(r + u), g.idx(4)))));
+            for (int64_t u = 0; u < 2; ++u)
               ds[u] = g.mul(ifMask.getResult(r + u),
-                            g.sub(w.elem(dP, r + u), dps));
-            }
+                            g.sub(w.elem(dP, r + u), statOf(dpsV, dpsBase, r + u)));
             storePair(L.dsT(), r, ds[0], ds[1]);
             dsA.push_back(w.packBf16(ds[0], ds[1]));
           }
@@ -639,32 +662,21 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
           Value staging =
               g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
-          // TMA kernels: swizzled 32-column panels (SmemLayout::dQBytes).
-          // With colBase a multiple of 32 and rowBase of 8, pair r sits in
-          // panel colBase/32 + r/16, row % 8 = fragRow % 8 = lane / 4 and
-          // chunk (fragCol / 4 + 2 (r/4 % 4)) ^ (lane / 4): four chunk
-          // offsets per thread, the rest constants.
-          SmallVector<Value, 4> chunkOff;
-          Value threadOff;
-          if (tma) {
-            Value sw = g.rem(fragRow, g.idx(8));
-            Value a = g.div(fragCol, g.idx(4));
-            for (int64_t j = 0; j < 4; ++j)
-              chunkOff.push_back(g.mul(
-                  arith::XOrIOp::create(b, loc, g.add(a, g.idx(2 * j)), sw),
-                  g.idx(16)));
-            threadOff = g.add(
-                g.add(g.mul(g.div(colBase, g.idx(32)), g.idx(L.dQPanel())),
-                      g.mul(g.add(rowBase, fragRow), g.idx(128))),
-                g.mul(g.rem(fragCol, g.idx(4)), g.idx(4)));
-          }
-          // Byte offset of the pair (rowOf(r), colOf(r)) in the staging tile
-          // (cp.async kernels: padded rows).
+          // Byte offset of the pair (rowOf(r), colOf(r)) in the staging tile.
+          // TMA kernels: 8-column panels (SmemLayout::dQBytes); colBase is a
+          // multiple of 8, so pair r lies in panel colBase/8 + r/4, column
+          // fragCol: one per-thread offset, the rest constants. cp.async
+          // kernels: padded rows.
+          Value threadOff =
+              tma ? g.add(g.add(g.mul(g.div(colBase, g.idx(8)),
+                                      g.idx(L.dQPanel())),
+                                g.mul(g.add(rowBase, fragRow), g.idx(32))),
+                          g.mul(fragCol, g.idx(4)))
+                  : Value();
           auto pairOffset = [&](int64_t r) -> Value {
             if (tma)
-              return g.add(
-                  g.add(threadOff, chunkOff[(r / 4) % 4]),
-                  g.idx((r / 16) * L.dQPanel() + 8 * ((r / 2) % 2) * 128));
+              return g.add(threadOff, g.idx((r / 4) * L.dQPanel() +
+                                            8 * ((r / 2) % 2) * 32));
             return g.add(g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
                          g.mul(g.add(colBase, colOf(r)), g.idx(4)));
           };

@@ -60,23 +60,24 @@ struct SmemLayout {
   int64_t dQ(int64_t buf = 0) const {
     return dsT() + kBn * bm * 2 + buf * dQBytes();
   }
-  /// The f32 dQ staging tile. TMA kernels: d/32 panels of [bm][32] (128-B
-  /// rows, 16-byte chunks permuted by chunk ^ (row % 8): the 128B swizzle of
-  /// the dq_accum tensor map), reduced into global memory by one tensor
-  /// reduce-add per panel. cp.async kernels: rows padded by 32 B (a
-  /// half-warp's 8-byte fragment stores, 4 rows x 32 B, hit 32 different
+  /// The f32 dQ staging tile. TMA kernels: d/8 panels of [bm][8] (32-B rows,
+  /// no swizzle): a warp's 8-byte fragment stores of one accumulator pair
+  /// cover 8 consecutive rows of one panel, 256 contiguous bytes, so every
+  /// half-warp hits 32 different banks (the 128B-swizzled 32-column panels
+  /// this replaces were 2-way conflicted); the whole tile goes to global
+  /// memory in one tensor reduce-add (dq_accum map: panels as a dimension).
+  /// cp.async kernels: rows padded by 32 B (4 rows x 32 B per half-warp, 32
   /// banks), one bulk reduce-add per row.
   int64_t dQRow() const { return d * 4 + 32; }
-  int64_t dQPanel() const { return bm * 128; }
-  int64_t dQBytes() const { return tma ? d / 32 * dQPanel() : bm * dQRow(); }
+  int64_t dQPanel() const { return bm * 32; }
+  int64_t dQBytes() const { return tma ? d / 8 * dQPanel() : bm * dQRow(); }
   /// The swizzle (TMA's and wgmma's) is relative to 1024-byte atoms: every
   /// swizzled buffer must start on one.
   bool swizzleAligned() const {
     bool ok = k() % 1024 == 0 && v() % 1024 == 0 && q(1) % 1024 == 0 &&
               dO(0) % 1024 == 0 && dO(1) % 1024 == 0 && dsT() % 1024 == 0;
-    if (tma)
-      ok = ok && dQ(0) % 1024 == 0 && dQ(1) % 1024 == 0 &&
-           dQPanel() % 1024 == 0;
+    if (tma) // the TMA's 128-byte alignment of an unswizzled box
+      ok = ok && dQ(0) % 128 == 0 && dQ(1) % 128 == 0;
     return ok;
   }
   int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
@@ -378,17 +379,28 @@ struct WgmmaBuilder {
     }
   }
 
-  /// TMA reduce-add of the f32 staging tile at `src` (D/32 swizzled panels)
-  /// into rows [row0, row0 + Q tile rows) of head `head`, batch `bb` of the
-  /// dq_accum map: one 32-column panel per copy; rows past S_q are clipped.
+  /// TMA reduce-add of the f32 staging tile at `src` (D/8 panels of
+  /// [rows][8]) into rows [row0, row0 + Q tile rows) of head `head`, batch
+  /// `bb`: one copy, the dq_accum map being 5-D (column in panel, row,
+  /// panel, head, batch); rows past S_q are clipped.
   void tmaReduceTile(Value src, Value bb, Value row0, Value head) {
-    Value map = tensorMap(kTensorMapDqAcc);
-    for (int64_t p = 0; p < D / 32; ++p)
-      NVVM::CpAsyncBulkTensorReduceOp::create(
-          b, loc, map, sh(g.add(src, g.idx(p * L.dQPanel()))),
-          NVVM::TMAReduxKind::ADD, NVVM::TMAStoreMode::TILE,
-          ValueRange{c32(32 * p), i32of(row0), i32of(head), i32of(bb)},
-          Value());
+    NVVM::CpAsyncBulkTensorReduceOp::create(
+        b, loc, tensorMap(kTensorMapDqAcc), sh(src), NVVM::TMAReduxKind::ADD,
+        NVVM::TMAStoreMode::TILE,
+        ValueRange{c32(0), i32of(row0), c32(0), i32of(head), i32of(bb)},
+        Value());
+  }
+  /// TMA of the Q tile's bm f32 values of a [B, H, S_q] workspace vector
+  /// (map `i`: lse_log2 or dPsum) into `dst`; rows past S_q arrive as
+  /// zeros. Completes on `bar`.
+  void tmaRowVector(int i, Value dst, Value bb, Value row0, Value head,
+                    Value bar) {
+    auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc, LLVM::AddrSpaceCastOp::create(b, loc, cluster, sh(dst)),
+        tensorMap(i), ValueRange{i32of(row0), i32of(head), i32of(bb)}, bar,
+        ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+        /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
   }
   /// The i32 slot of stage `stage` (index) holding its step's Q tile index.
   Value stepTileSlot(Value stage) {

@@ -1,4 +1,4 @@
-// loads=tma: Q, dO, K, V come by TMA from a producer warp (warp 10) through
+// loads=tma: Q, dO, K, V, lse_log2, dPsum come by TMA from a producer thread (lane 0 of warp 10) through
 // full/empty mbarriers, from tensor maps the runtime writes into the last
 // argument; the MMA threads issue no copies and wait on the barriers.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=tma --canonicalize --cse | FileCheck %s
@@ -16,13 +16,13 @@
 
 // CHECK: dash.config = {{{.*}}loads = "tma"{{.*}}shared_bytes = 215096 : i64
 // CHECK: gpu.func @dash_bwd_main(
-// CHECK-SAME: %arg16: memref<80xi64> {dash.name = "tensor_maps"}
-// Thread 0: FULL_Q (expect-tx + 32 cp.async arrivals), EMPTY_Q (256 MMA
+// CHECK-SAME: %arg16: memref<112xi64> {dash.name = "tensor_maps"}
+// Thread 0: FULL_Q (the producer's expect-tx arrival), EMPTY_Q (256 MMA
 // threads) per stage, FULL_KV, EMPTY_KV; then the whole CTA syncs.
-// CHECK: nvvm.mbarrier.init %{{.*}}, %c33_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
 // CHECK-NEXT: arith.addi
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c256_i32
-// CHECK: nvvm.mbarrier.init %{{.*}}, %c33_i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c256_i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c256_i32
@@ -42,32 +42,39 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: barrier.sync
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// This thread's 16 lse_log2 values (8 pairs) are read before S^T goes out.
+// CHECK-COUNT-8: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
+// CHECK-NOT: barrier.sync
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
 // CHECK-NOT: barrier.sync
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK-NOT: barrier.sync
 // CHECK: llvm.intr.fma
-// dV (register A = P^T) goes out before dP^T is waited for.
+// dV (register A = P^T) goes out before dP^T is waited for; the dPsum
+// pairs are read while dP^T finishes.
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16
+// CHECK-COUNT-8: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// The dQ partial goes to the staging buffer in the dq_accum map's 128B
-// swizzle (16-byte chunk ^ row % 8 inside 32-column panels).
-// CHECK: arith.xori
-// CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// The dQ partial goes to the staging buffer in unswizzled 8-column panels
+// (no chunk permutation: one per-thread offset plus constants).
+// CHECK-NOT: arith.xori
+// CHECK-COUNT-16: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// CHECK-NOT: arith.xori
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK: scf.yield
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
-// The producer (warp 10, threads 320..351): per item K and V (2 x 2 panels
-// of 64 columns x 128 rows, 64 KiB) once EMPTY_KV allows; per step the
-// stage's lse_log2/dPsum by 4-byte cp.async from every lane (arriving on
-// FULL_Q, no count increment), Q and dO (2 x 2 panels x 64 rows, 32 KiB).
+// The producer (lane 0 of warp 10, thread 320): per item K and V (2 x 2
+// panels of 64 columns x 128 rows, 64 KiB) once EMPTY_KV allows; per step Q
+// and dO (2 x 2 panels x 64 rows, 32 KiB) and the 64 lse_log2 and dPsum
+// values (maps 5 and 6, 3-D), 33280 bytes in all, no cp.async.
 // The reducers (warps 8 and 9): lane 0 acquires the dq_accum map (map 4),
-// then per hand-off of its buffer: FULL, the rank spin, one tensor
-// reduce-add per 32-column panel (4 at D = 128; rows past S_q are clipped by
-// the map), the read wait; the warp reconverges before its EMPTY arrival (a
+// then per hand-off of its buffer: FULL, the rank spin, one 5-D tensor
+// reduce-add of the whole staging tile (rows past S_q are clipped by the
+// map), the read wait; the warp reconverges before its EMPTY arrival (a
 // warp's arrival counts all its lanes); lane 0 waits for the adds and
 // releases the row.
 // CHECK: nvvm.setmaxregister  decrease 24
@@ -75,7 +82,7 @@
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;"
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
-// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c{{[0-9]+}}_i32, %{{.*}}, %{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
+// CHECK: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c0_i32, %{{.*}}, %c0_i32, %{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
@@ -88,25 +95,31 @@
 // CHECK-NEXT: llvm.atomicrmw add
 // CHECK: } else {
 // CHECK-NEXT: arith.cmpi slt, %thread_id_x, %c352 : index
-// CHECK-COUNT-4: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: arith.subi
+// CHECK-NEXT: arith.cmpi eq
+// CHECK-NEXT: scf.if
+// CHECK-COUNT-6: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca
-// CHECK: nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
-// Lane 0 stores the step's Q tile index, then arrives (a release).
+// CHECK-NOT: nvvm.cp.async.shared.global
+// The step's Q tile index goes into the stage before the arrival (a
+// release).
 // CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
-// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
-// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK-NOT: nvvm.cp.async
 // CHECK: gpu.func @dash_bwd_postprocess(
-// CHECK-SAME: memref<80xi64> {dash.name = "tensor_maps"}
+// CHECK-SAME: memref<112xi64> {dash.name = "tensor_maps"}
 
 // BADLOADS: error: 'dash.scheduled_attention_bwd' op unknown loads mode 'bulk'; expected cp-async or tma
 // NOTWGMMA: error: 'dash.scheduled_attention_bwd' op loads=tma needs mma=wgmma (got mma=sync)
 // DEBUG: gpu.func @dash_bwd_main(
-// DEBUG-SAME: %arg16: memref<?xi64> {dash.name = "debug"}, %arg17: memref<80xi64> {dash.name = "tensor_maps"}
+// DEBUG-SAME: %arg16: memref<?xi64> {dash.name = "debug"}, %arg17: memref<112xi64> {dash.name = "tensor_maps"}
 // Debug kernels bound the mbarrier waits too: one try_wait per poll, give up
 // after the limit, record (rank = -1 - barrier index) and trap.
 // DEBUG: scf.while
@@ -121,9 +134,9 @@
 // PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: mbarrier.try_wait.parity
 // PTX-DAG: mbarrier.arrive.expect_tx
-// PTX-DAG: cp.async.mbarrier.arrive.noinc.shared
+// PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: fence.proxy.tensormap::generic.acquire.gpu
-// PTX-DAG: cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group
+// PTX-DAG: cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,

@@ -57,8 +57,11 @@
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// Wait for S^T and dP^T only.
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// This thread's dPsum pairs are read while dP^T finishes, then wait for S^T
+// and dP^T only.
+// CHECK-COUNT-8: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
+// CHECK-NOT: wgmma
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // dS^T is visible to wgmma (for dQ); dS^T also stays in registers.
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // dQ = dS K after both warpgroups' dS^T: M-major A, N-major B.
@@ -149,7 +152,9 @@
 // D64BM64: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n64k16
 // D64BM64: nvvm.wgmma.wait.group.sync.aligned 1
 // D64BM64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
-// D64BM64-COUNT-2: nvvm.cp.async.bulk.tensor.reduce
+// D = 64: one 5-D tensor reduce-add of the 8 eight-column panels.
+// D64BM64: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c0_i32, %{{.*}}, %c0_i32, %{{.*}}, %{{.*}}]
+// D64BM64-NOT: nvvm.cp.async.bulk.tensor.reduce
 // D64: block_m = 128 : i64, block_n = 128 : i64
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // 128-row Q tiles: P^T, its bf16 copy and dP^T do not fit in the registers
