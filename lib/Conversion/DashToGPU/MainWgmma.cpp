@@ -192,11 +192,13 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value n = g.add(first, step);
           Value stage = g.rem(n, g.idx(2));
           Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
-          w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
-                     g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
+          // The step's Q tile before the wait: once the stage is free only
+          // the copies remain (the MMA warps wait on them).
           Value qt = visit(it, step);
           Value q0 = g.mul(qt, g.idx(bm));
           Value full = w.mbar(kFullQ, stage);
+          w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
+                     g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
           // The step's Q tile for the MMA threads, released by the arrival.
           LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
           w.mbarExpect(full, 2 * L.qBytes() + 2 * bm * 4);
