@@ -7,7 +7,8 @@ auto, deterministic on and off; PyTorch SDPA flash, cuDNN and efficient
 backends, and FlexAttention (compiled once per shape, dynamic=False).
 Backward only (our pre/postprocess kernels included), median of >= 30 timed
 runs after warm-up, the implementations of a cell timed round-robin (one
-call of each per round: drift shifts them alike), TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
+call of each per round: drift shifts them alike; rounds ordered so each runs
+after every other equally often, bench/round_order.py), TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
 a bitwise-determinism column for every implementation, workspace bytes and
 peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists).
 
@@ -36,6 +37,7 @@ import dash_attn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_results import plot  # noqa: E402  (torch-free, also a CLI)
+from round_order import round_orders  # noqa: E402  (torch-free)
 
 POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
@@ -43,18 +45,17 @@ POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
 
 def timed_interleaved(fns, runs, warmup=3):
     """Median ms of each fn, timed round-robin (one call of each per round,
-    the order rotated by one each round): clock and thermal drift during a
-    cell then shifts every implementation alike, and none always runs right
-    after the same neighbour (with a fixed order the auto rows, always first
-    after SDPA, measured 1-11% below the same kernel timed later)."""
+    rounds ordered by a balanced Latin square, bench/round_order.py): clock
+    and thermal drift during a cell shifts every implementation alike, and
+    each one runs right after every other one equally often (what ran just
+    before a call moves its time by up to ~10%)."""
     for fn in fns:
         for _ in range(warmup):
             fn()
     torch.cuda.synchronize()
     times = [[] for _ in fns]
-    for k in range(runs):
-        for j in range(len(fns)):
-            i = (j + k) % len(fns)
+    for order in round_orders(len(fns), runs):
+        for i in order:
             fn = fns[i]
             st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             st.record()

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Where schedule="auto" loses time against the schedule it resolves to:
+for a few cells, per call (GPU idle at the start, as bench/attention_bwd.py
+times), the host time of the call, and back-to-back calls (host work hidden
+behind the GPU). Prints one line per cell and implementation.
+
+  python3 bench/auto_overhead.py [--cells d:mask:s ...] [--runs N]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+
+import dash_attn
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cells", nargs="*", default=["128:causal:4096", "64:full:1024"])
+    ap.add_argument("--runs", type=int, default=30)
+    a = ap.parse_args()
+    for cell in a.cells:
+        d, mask, s = cell.split(":")
+        d, s = int(d), int(s)
+        b, h, causal = 16384 // s, 2048 // d, mask == "causal"
+        torch.manual_seed(0)
+        q, k, v, do = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+                       for _ in range(4)]
+        o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
+            q, k, v, 0.0, causal, False, scale=d ** -0.5)[:2]
+        for det in (True, False):
+            # A launch first: before one, check may not know the grid and
+            # report "auto" itself.
+            dash_attn.attention_backward(q, k, v, o, do, lse, causal=causal,
+                                         scale=d ** -0.5, deterministic=det,
+                                         schedule="auto", layout="bhsd")
+            info = dash_attn.check_backward(q, k, v, o, do, lse, causal=causal,
+                                            scale=d ** -0.5, deterministic=det,
+                                            schedule="auto", layout="bhsd")
+            pols = ["auto", info["policy"]]
+            fns = [(lambda p: lambda: dash_attn.attention_backward(
+                q, k, v, o, do, lse, causal=causal, scale=d ** -0.5,
+                deterministic=det, schedule=p, layout="bhsd"))(p) for p in pols]
+            for f in fns:
+                f()
+            torch.cuda.synchronize()
+            synced = [[], []]
+            host = [[], []]
+            for r in range(a.runs):
+                for j in range(2):
+                    i = (j + r) % 2
+                    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    st.record()
+                    t0 = time.perf_counter()
+                    fns[i]()
+                    host[i].append(1e3 * (time.perf_counter() - t0))
+                    en.record()
+                    en.synchronize()
+                    synced[i].append(st.elapsed_time(en))
+            b2b = []
+            for f in fns:
+                torch.cuda.synchronize()
+                st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                st.record()
+                for _ in range(a.runs):
+                    f()
+                en.record()
+                en.synchronize()
+                b2b.append(st.elapsed_time(en) / a.runs)
+            for i, p in enumerate(pols):
+                print("d=%d %s s=%d %s %-16s synced %.3f ms  host %.3f ms  back-to-back %.3f ms"
+                      % (d, mask, s, "det" if det else "nondet", p,
+                         statistics.median(synced[i]), statistics.median(host[i]), b2b[i]))
+
+
+if __name__ == "__main__":
+    main()
