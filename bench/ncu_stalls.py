@@ -7,13 +7,15 @@ dash_bwd_main launch, summarised per stall reason and per SASS instruction.
 Runs `ncu --set full --import-source no` on bench/profile_cell.py (second
 main launch, so the first call's module load is not sampled), exports the
 SASS source page as CSV and writes DIR/stalls.txt: the reasons' shares of
-all samples and the instructions with the most samples, each with the
+all samples, the instructions with the most samples, each with the
 instruction before it (a wait shows up on the instruction after the one
-that waits). DIR keeps the report and the CSV. Needs ncu (the GPU machine).
+that waits), and each warp role's share (the code reachable from its
+setmaxnreg: MMA warpgroups vs reducers + producer). DIR keeps the report and the CSV. Needs ncu (the GPU machine).
 """
 import argparse
 import csv
 import os
+import re
 import subprocess
 import sys
 
@@ -25,6 +27,44 @@ def number(s):
         return float(s.replace(",", ""))
     except (AttributeError, ValueError):
         return None
+
+
+_BRANCH = re.compile(r"\b(?:BRA|BRX|JMP|CALL)\b[^;]*?(0x[0-9a-fA-F]+)\s*(?:;|$)")
+
+
+def roles(addresses, sources):
+    """The instructions of each warp role: those reachable (fall-through and
+    branch targets) from its setmaxnreg, `USETMAXREG.TRY_ALLOC` (the MMA
+    warpgroups, registers raised) and `USETMAXREG.DEALLOC` (warpgroup 2: the
+    dQ reducers and the producer). {name: set of row indices}; empty when
+    the kernel has no setmaxnreg."""
+    at = {a: i for i, a in enumerate(addresses)}
+
+    def successors(i):
+        src = sources[i]
+        out = []
+        m = _BRANCH.search(src)
+        if m and int(m.group(1), 16) in at:
+            out.append(at[int(m.group(1), 16)])
+        unconditional = (m and not src.startswith("@")) or (
+            src.startswith("EXIT") or src.startswith("RET"))
+        if not unconditional and i + 1 < len(sources):
+            out.append(i + 1)
+        return out
+
+    found = {}
+    for i, src in enumerate(sources):
+        if "SETMAXREG" in src or "SETMAXNREG" in src:
+            name = "MMA warpgroups" if "ALLOC" in src and "DEALLOC" not in src \
+                else "reducers + producer"
+            seen, stack = set(), [i]
+            while stack:
+                j = stack.pop()
+                if j not in seen:
+                    seen.add(j)
+                    stack += successors(j)
+            found[name] = found.get(name, set()) | seen
+    return found
 
 
 def summarise(csv_path, top=25):
@@ -62,6 +102,23 @@ def summarise(csv_path, top=25):
         before = body[i - 1][src].strip() if i else ""
         out.append("  %5.2f%%  %-60s after: %s" %
                    (100 * samples[i] / total, body[i][src].strip()[:60], before[:60]))
+    addrc = cols.index("Address") if "Address" in cols else None
+    if addrc is not None:
+        try:
+            addresses = [int(r[addrc], 16) for r in body]
+        except ValueError:
+            addresses = None
+        found = roles(addresses, [r[src].strip() for r in body]) if addresses else {}
+        if found:
+            out.append("samples per warp role (reachable from its setmaxnreg):")
+            reason_cols = [(i, c) for i, c in enumerate(cols)
+                           if c.startswith("stall_") and "Not Issued" not in c]
+            for name, rows in sorted(found.items()):
+                share = sum(samples[i] for i in rows) / total
+                why = sorted(((sum(number(body[i][j]) or 0.0 for i in rows), c)
+                              for j, c in reason_cols), reverse=True)[:3]
+                out.append("  %-22s %5.1f%%  (%s)" % (name, 100 * share, ", ".join(
+                    "%s %.1f%%" % (c[6:], 100 * v / total) for v, c in why if v)))
     local = [i for i, r in enumerate(body) if "LDL" in r[src] or "STL" in r[src]]
     execc = next((i for i, c in enumerate(cols) if c == "Instructions Executed"), None)
     if execc is not None:

@@ -74,3 +74,37 @@ def test_cli_summarise_only(tmp_path):
     assert out.stdout.splitlines()[0] == "cell X"
     with open(tmp_path / "stalls.txt") as f:
         assert f.read().splitlines()[1] == "samples: 100"
+
+
+def test_samples_per_warp_role(tmp_path):
+    # A prologue branching to the two roles; the MMA role's loop branches
+    # back (with a predicate operand before the target, as ptxas writes
+    # `@P1 BRA P0, 0x...`), the reducers' role jumps over dead code.
+    rows = [
+        ["0x00", "S2R R0, SR_TID.X", "1", "1", "10", "0", "1", "0"],
+        ["0x10", "@P0 BRA 0x50", "1", "1", "10", "0", "1", "0"],
+        ["0x20", "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0", "2", "2", "10", "0", "2", "0"],
+        ["0x30", "HGMMA.64x64x16.F32.BF16 R152, gdesc[UR12], RZ", "40", "30", "10", "0", "40", "0"],
+        ["0x40", "@P1 BRA P0, 0x30", "20", "20", "10", "20", "0", "0"],
+        ["0x48", "EXIT", "0", "0", "10", "0", "0", "0"],
+        ["0x50", "USETMAXREG.DEALLOC.CTAPOOL 0x18", "1", "1", "10", "0", "1", "0"],
+        ["0x60", "BRA 0x80", "5", "5", "10", "0", "0", "5"],
+        ["0x70", "LDL R6, [R1+0x8c]", "0", "0", "0", "0", "0", "0"],
+        ["0x80", "BAR.SYNC.DEFER_BLOCKING R3, 0x120", "30", "30", "10", "30", "0", "0"],
+    ]
+    path = str(tmp_path / "source.csv")
+    _write(path, rows=rows)
+    lines = _load().summarise(path, top=3)
+    role = {l.split("  ")[1].strip(): l for l in lines if l.startswith("  MMA") or l.startswith("  reducers")}
+    assert set(role) == {"MMA warpgroups", "reducers + producer"}
+    # MMA: setmaxnreg + loop = 2 + 40 + 20 of 100 samples.
+    assert " 62.0%" in role["MMA warpgroups"]
+    assert "wait 42.0%" in role["MMA warpgroups"] and "barrier 20.0%" in role["MMA warpgroups"]
+    # Reducers: 1 + 5 + 30 (the unreachable LDL is not counted either way).
+    assert " 36.0%" in role["reducers + producer"]
+
+
+def test_no_roles_without_setmaxnreg(tmp_path):
+    path = str(tmp_path / "source.csv")
+    _write(path)
+    assert not any("per warp role" in l for l in _load().summarise(path))
