@@ -72,6 +72,13 @@ struct ConvertDashToGPUPass
     if (tma && !useWgmma)
       return op.emitOpError() << "loads=tma needs mma=wgmma (got mma=" << mma
                               << ")";
+    if (dsBuffers != 1 && dsBuffers != 2)
+      return op.emitOpError() << "ds-buffers must be 1 or 2 (got "
+                              << int64_t(dsBuffers) << ")";
+    if (dsBuffers == 2 && !(useWgmma && tma))
+      return op.emitOpError() << "ds-buffers=2 needs mma=wgmma with "
+                                 "loads=tma (the cp.async kernels "
+                                 "synchronise every step anyway)";
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
     // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);
@@ -101,7 +108,7 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, tma)
+    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, tma, dsBuffers)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
     if (sharedBytes > 227 * 1024)
@@ -132,6 +139,8 @@ struct ConvertDashToGPUPass
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
     config.append("mma", b.getStringAttr(mma));
     config.append("loads", b.getStringAttr(tma ? "tma" : "cp-async"));
+    if (useWgmma)
+      config.append("ds_buffers", b.getI64IntegerAttr(dsBuffers));
     // TMA kernels: how the dq_accum tensor map must view the workspace (the
     // staging layout of the dQ reduce-adds; the runtime encodes it).
     if (tma)
@@ -150,7 +159,8 @@ struct ConvertDashToGPUPass
     b.setInsertionPointToStart(gpuModule.getBody());
     buildPreprocess(b, loc, argTypes, D, nthreads);
     if (useWgmma)
-      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, tma);
+      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, tma,
+                     dsBuffers);
     else if (useSync)
       buildMainMmaSync(b, loc, argTypes, op, D, nthreads, debugSpinLimit);
     else

@@ -409,14 +409,15 @@ void buildMainMmaSync(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
 /// The warp-specialised WGMMA main kernel (MainWgmma.cpp): KV tiles of 128
 /// rows, Q tiles of 64 (or 128 at d = 64), two MMA warpgroups and a third
 /// warpgroup whose first warp reduces dQ.
-int64_t wgmmaSharedBytes(int64_t d, int64_t bm, bool tma);
+int64_t wgmmaSharedBytes(int64_t d, int64_t bm, bool tma, int64_t dsBufs);
 constexpr int64_t kWgmmaThreads = 384;
 /// tma: a producer warp (warp 10) loads Q, dO, K, V with TMA from the
 /// runtime's tensor maps through full/empty mbarriers; else the MMA threads
-/// issue cp.async one step ahead.
+/// issue cp.async one step ahead. dsBufs: dS^T buffers (1, or 2 with tma:
+/// one cross-warpgroup barrier per step instead of two).
 void buildMainWgmma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                     ScheduledAttentionBwdOp op, int64_t d, int64_t spinLimit,
-                    bool tma);
+                    bool tma, int64_t dsBufs);
 
 } // namespace mlir::dash::detail
 

@@ -49,22 +49,25 @@ using namespace mlir::dash;
 using namespace mlir::dash::detail;
 using namespace mlir::dash::detail::wgmma;
 
-int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm, bool tma) {
-  return SmemLayout{d, bm, tma}.end() + kAlign; // + slack to align the base
+int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm, bool tma,
+                                             int64_t dsBufs) {
+  // + slack to align the base
+  return SmemLayout{d, bm, tma, dsBufs}.end() + kAlign;
 }
 
 
 void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                         ArrayRef<Type> argTypes,
                                         ScheduledAttentionBwdOp op, int64_t D,
-                                        int64_t spinLimit, bool tma) {
+                                        int64_t spinLimit, bool tma,
+                                        int64_t dsBufs) {
   OpBuilder::InsertionGuard guard(b);
   Kernel k(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads, spinLimit);
   // One CTA per SM: lets ptxas honour setmaxnreg beyond the 168 registers
   // that 384 threads get at entry.
   k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   const int64_t bm = op.getTiling().getBlockM();
-  WgmmaBuilder w(k, op, D, bm, tma);
+  WgmmaBuilder w(k, op, D, bm, tma, dsBufs);
   assert(w.L.swizzleAligned() && "a swizzled shared buffer off its atom");
   LoopGen &g = k.g;
   MLIRContext *ctx = b.getContext();
@@ -379,8 +382,15 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                            : g.add(at(L.k()), g.mul(wg, g.idx(64)));
     return w.desc(kHalf, kBn * 128);
   };
-  auto dqADesc = [&] { // dS as the M-major A: panel w of dS^T, or panel 0
+  // This step's dS^T buffer, built where it is used: dsBufs = 2 (TMA
+  // kernels) alternates by the unit's step n, the stage's parity `stage`.
+  Value stage;
+  auto dsTile = [&] {
     Value a = at(L.dsT());
+    return dsBufs == 2 ? g.add(a, g.mul(stage, g.idx(L.dsBytes()))) : a;
+  };
+  auto dqADesc = [&] { // dS as the M-major A: panel w of dS^T, or panel 0
+    Value a = dsTile();
     if (dqByRows)
       a = g.add(a, g.mul(wg, g.idx(kBn * 128)));
     return w.desc(a, kBn * 128);
@@ -466,6 +476,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           }
 
           Value q0 = g.mul(qt, g.idx(bm));
+          stage = buf;
 
           // This thread's lse_log2 and dPsum values (its bm/4 Q columns, in
           // pairs), read ahead of their use: lse_log2 before the products go
@@ -531,7 +542,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // row % 8 of every fragment row is lane / 4).
           Value sw8 = g.div(lane, g.idx(4));
           auto v2 = VectorType::get({2}, w.bf16);
-          auto storePair = [&](int64_t off, int64_t r, Value x, Value y) {
+          auto storePair = [&](Value tile, int64_t r, Value x, Value y) {
             // Column (Q row) 8(r/4) + ..: panel r/32, chunk (r/4) % 8.
             Value kvL = g.add(wgRows, rowOf(r));
             Value chunk =
@@ -544,8 +555,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 b, loc, v2,
                 ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
                            arith::TruncFOp::create(b, loc, w.bf16, y)});
-            LLVM::StoreOp::create(b, loc, pair,
-                                  w.sh(g.add(at(off), byteOff)), 4);
+            LLVM::StoreOp::create(b, loc, pair, w.sh(g.add(tile, byteOff)),
+                                  4);
           };
           struct {
             Value q0, kv0, sq, sk, off;
@@ -618,7 +629,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // TMA kernels: the other warpgroup's dQ of the previous step reads
           // all of dS^T; it has completed once that warpgroup reaches this
           // barrier (cp.async kernels pass the same point at the step top).
-          if (tma)
+          // With two dS^T buffers this step's was last read by step n - 2's
+          // dQ, which both warpgroups finished before step n - 1's barrier
+          // ahead of dQ: no barrier here.
+          if (tma && dsBufs == 1)
             w.barSync(kBarMma, kMmaThreads);
           // dS^T goes to shared memory for dQ and stays in registers as the
           // A of dK += dS^T Q.
@@ -627,7 +641,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             for (int64_t u = 0; u < 2; ++u)
               ds[u] = g.mul(ifMask.getResult(r + u),
                             g.sub(w.elem(dP, r + u), statOf(dpsV, dpsBase, r + u)));
-            storePair(L.dsT(), r, ds[0], ds[1]);
+            storePair(dsTile(), r, ds[0], ds[1]);
             dsA.push_back(w.packBf16(ds[0], ds[1]));
           }
           w.fenceAsyncShared();

@@ -49,6 +49,9 @@ struct SmemLayout {
   int64_t d;
   int64_t bm; // Q tile rows: 64, or 128 at D = 64
   bool tma = false;
+  /// dS^T buffers: 1, or 2 (alternating by step: no barrier protects step
+  /// n's dS^T stores from step n - 1's dQ reads; ds-buffers=2).
+  int64_t dsBufs = 1;
   int64_t panels() const { return d / 64; }
   int64_t kvBytes() const { return kBn * d * 2; }
   int64_t qBytes() const { return bm * d * 2; }
@@ -56,10 +59,9 @@ struct SmemLayout {
   int64_t v() const { return k() + kvBytes(); }
   int64_t q(int64_t buf) const { return v() + kvBytes() + buf * qBytes(); }
   int64_t dO(int64_t buf) const { return q(2) + buf * qBytes(); }
-  int64_t dsT() const { return dO(2); }
-  int64_t dQ(int64_t buf = 0) const {
-    return dsT() + kBn * bm * 2 + buf * dQBytes();
-  }
+  int64_t dsBytes() const { return kBn * bm * 2; }
+  int64_t dsT(int64_t buf = 0) const { return dO(2) + buf * dsBytes(); }
+  int64_t dQ(int64_t buf = 0) const { return dsT(dsBufs) + buf * dQBytes(); }
   /// The f32 dQ staging tile. TMA kernels: d/8 panels of [bm][8] (32-B rows,
   /// no swizzle): a warp's 8-byte fragment stores of one accumulator pair
   /// cover 8 consecutive rows of one panel, 256 contiguous bytes, so every
@@ -75,7 +77,8 @@ struct SmemLayout {
   /// swizzled buffer must start on one.
   bool swizzleAligned() const {
     bool ok = k() % 1024 == 0 && v() % 1024 == 0 && q(1) % 1024 == 0 &&
-              dO(0) % 1024 == 0 && dO(1) % 1024 == 0 && dsT() % 1024 == 0;
+              dO(0) % 1024 == 0 && dO(1) % 1024 == 0 && dsT(0) % 1024 == 0 &&
+              dsT(dsBufs - 1) % 1024 == 0;
     if (tma) // the TMA's 128-byte alignment of an unswizzled box
       ok = ok && dQ(0) % 128 == 0 && dQ(1) % 128 == 0;
     return ok;
@@ -104,9 +107,9 @@ struct WgmmaBuilder {
   Value base; // index: 1024-aligned shared address of the buffers
 
   WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
-               bool tma)
+               bool tma, int64_t dsBufs)
       : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
-        D(d), L{d, bm, tma} {
+        D(d), L{d, bm, tma, dsBufs} {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();

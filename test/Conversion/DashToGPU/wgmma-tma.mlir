@@ -4,6 +4,12 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=tma --canonicalize --cse | FileCheck %s
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=bulk 2>&1 | FileCheck %s --check-prefix=BADLOADS
 // RUN: not dash-opt %s --dash-tile=kernels=sync --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync loads=tma" 2>&1 | FileCheck %s --check-prefix=NOTWGMMA
+// Two dS^T buffers (alternating by step): one barrier between the
+// warpgroups per step; only D = 128 fits; TMA kernels only.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma ds-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DS2
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=3" 2>&1 | FileCheck %s --check-prefix=DS3
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2CPASYNC
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2D64
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
 // And through the whole pipeline to PTX (raised to ISA 8.3 for
@@ -115,6 +121,23 @@
 // CHECK-NOT: nvvm.cp.async
 // CHECK: gpu.func @dash_bwd_postprocess(
 // CHECK-SAME: memref<112xi64> {dash.name = "tensor_maps"}
+
+// DS2: ds_buffers = 2 : i64{{.*}}shared_bytes = 231480 : i64
+// DS2: nvvm.setmaxregister  increase 240
+// DS2: scf.for
+// S^T waited for, then (after the early dV) dP^T: the dS^T stores follow
+// with no barrier (step n's buffer was last read by step n - 2's dQ).
+// DS2: nvvm.wgmma.wait.group.sync.aligned 1
+// DS2: nvvm.wgmma.wait.group.sync.aligned 1
+// DS2-NOT: barrier.sync
+// DS2: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// The one barrier between the warpgroups: both halves of dS^T before dQ.
+// DS2: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// DS2-NOT: ro(%c1_i32, %c256_i32
+// DS2: scf.yield
+// DS3: error: 'dash.scheduled_attention_bwd' op ds-buffers must be 1 or 2 (got 3)
+// DS2CPASYNC: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 needs mma=wgmma with loads=tma
+// DS2D64: error: 'dash.scheduled_attention_bwd' op tile 128x128 with D = 64 needs 232504 B of shared memory (> 227 KiB)
 
 // BADLOADS: error: 'dash.scheduled_attention_bwd' op unknown loads mode 'bulk'; expected cp-async or tma
 // NOTWGMMA: error: 'dash.scheduled_attention_bwd' op loads=tma needs mma=wgmma (got mma=sync)
