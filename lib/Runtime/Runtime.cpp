@@ -338,7 +338,8 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
   int64_t M = (s.Sq + k.blockM - 1) / k.blockM;
   // TMA kernels load dPsum/lse_log2 rows through tensor maps, whose row
   // stride must be a multiple of 16 bytes: their rows get S_q rounded up to
-  // 4 elements (the kernels index them by S_q; the map clips at S_q).
+  // 4 elements (every kernel addresses them through the descriptor's
+  // strides, built from these sizes; the map clips at S_q).
   const int64_t statRows = k.tensorMaps ? (s.Sq + 3) / 4 * 4 : s.Sq;
   const bool noDkDv = k.dkdvDirect && s.Hq == s.Hkv;
   const int64_t kvRows = noDkDv ? 0 : s.Sk,

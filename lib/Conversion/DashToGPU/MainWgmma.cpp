@@ -68,7 +68,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   const int64_t bm = op.getTiling().getBlockM();
   WgmmaBuilder w(k, op, D, bm, tma, dsBufs);
-  assert(w.L.swizzleAligned() && "a swizzled shared buffer off its atom");
+  assert(w.L.swizzleAligned() &&
+         "a shared buffer off its swizzle atom or its TMA alignment");
   LoopGen &g = k.g;
   MLIRContext *ctx = b.getContext();
   const SmemLayout &L = w.L;

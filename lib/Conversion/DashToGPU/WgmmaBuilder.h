@@ -80,7 +80,8 @@ struct SmemLayout {
               dO(0) % 1024 == 0 && dO(1) % 1024 == 0 && dsT(0) % 1024 == 0 &&
               dsT(dsBufs - 1) % 1024 == 0;
     if (tma) // the TMA's 128-byte alignment of an unswizzled box
-      ok = ok && dQ(0) % 128 == 0 && dQ(1) % 128 == 0;
+      ok = ok && dQ(0) % 128 == 0 && dQ(1) % 128 == 0 && lse(0) % 128 == 0 &&
+           lse(1) % 128 == 0 && dps(0) % 128 == 0 && dps(1) % 128 == 0;
     return ok;
   }
   int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
@@ -357,7 +358,8 @@ struct WgmmaBuilder {
                                            NVVM::MemScopeKind::CTA, false,
                                            Value());
   }
-  /// Generic pointer to tensor map `i` (q, k, v, dO) in the workspace.
+  /// Generic pointer to tensor map `i` (q, k, v, dO, dq_accum, lse_log2,
+  /// dPsum: KernelBuilder.h) in the workspace.
   Value tensorMap(int i) {
     Value addr = memref::ExtractAlignedPointerAsIndexOp::create(
         b, loc, k.arg(kTensorMaps));
