@@ -114,6 +114,9 @@ def run_cell(d, mask, s, args, results):
     # round-robin (timed_interleaved); determinism and memory per entry after.
     entries = []  # (name, fn, finish(ms) -> None)
 
+    def grads_of(out):  # a PyTorch forward's backward, repeatable
+        return lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)
+
     # PyTorch backends: forward once, time autograd.grad of the backward.
     backends = []
     if sdpa_kernel is not None:
@@ -125,8 +128,7 @@ def run_cell(d, mask, s, args, results):
         try:
             with sdpa_kernel(be):
                 out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-            fn = (lambda out: lambda: torch.autograd.grad(out, (q, k, v), do,
-                                                          retain_graph=True))(out)
+            fn = grads_of(out)
             fn()
             outs.append(out)
 
@@ -146,8 +148,7 @@ def run_cell(d, mask, s, args, results):
             bm = create_block_mask(lambda b_, h_, i, j: i >= j, None, None, s, s) if causal else None
             flex = torch.compile(flex_attention, dynamic=False)
             out = flex(q, k, v, block_mask=bm, scale=scale)
-            fn = (lambda out: lambda: torch.autograd.grad(out, (q, k, v), do,
-                                                          retain_graph=True))(out)
+            fn = grads_of(out)
             fn()
             outs.append(out)
             entries.append(("flex", fn,

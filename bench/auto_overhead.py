@@ -10,9 +10,15 @@ import argparse
 import statistics
 import time
 
+import os
+import sys
+
 import torch
 
 import dash_attn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_cell import cell_inputs  # noqa: E402
 
 
 def main():
@@ -23,25 +29,15 @@ def main():
     for cell in a.cells:
         d, mask, s = cell.split(":")
         d, s = int(d), int(s)
-        b, h, causal = 16384 // s, 2048 // d, mask == "causal"
-        torch.manual_seed(0)
-        q, k, v, do = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-                       for _ in range(4)]
-        o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
-            q, k, v, 0.0, causal, False, scale=d ** -0.5)[:2]
+        args = cell_inputs(d, mask, s)
         for det in (True, False):
             # A launch first: before one, check may not know the grid and
             # report "auto" itself.
-            dash_attn.attention_backward(q, k, v, o, do, lse, causal=causal,
-                                         scale=d ** -0.5, deterministic=det,
-                                         schedule="auto", layout="bhsd")
-            info = dash_attn.check_backward(q, k, v, o, do, lse, causal=causal,
-                                            scale=d ** -0.5, deterministic=det,
-                                            schedule="auto", layout="bhsd")
+            dash_attn.attention_backward(**args, deterministic=det, schedule="auto")
+            info = dash_attn.check_backward(**args, deterministic=det, schedule="auto")
             pols = ["auto", info["policy"]]
             fns = [(lambda p: lambda: dash_attn.attention_backward(
-                q, k, v, o, do, lse, causal=causal, scale=d ** -0.5,
-                deterministic=det, schedule=p, layout="bhsd"))(p) for p in pols]
+                **args, deterministic=det, schedule=p))(p) for p in pols]
             for f in fns:
                 f()
             torch.cuda.synchronize()

@@ -15,6 +15,22 @@ import torch
 import dash_attn
 
 
+def cell_inputs(d, mask, s):
+    """One sweep cell's inputs (b = 16384/s, h = 2048/d, bf16, BHSD, seed
+    0) and its forward by SDPA's flash kernel: a dict of the
+    attention_backward arguments."""
+    b, h = 16384 // s, 2048 // d
+    causal = mask == "causal"
+    torch.manual_seed(0)
+    q, k, v, do = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(4)]
+    scale = d ** -0.5
+    o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
+        q, k, v, 0.0, causal, False, scale=scale)[:2]
+    return dict(q=q, k=k, v=v, o=o, do=do, lse=lse, causal=causal, scale=scale,
+                layout="bhsd")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--d", type=int, default=128)
@@ -24,18 +40,10 @@ def main():
     ap.add_argument("--schedule", default="auto")
     ap.add_argument("--calls", type=int, default=2)
     args = ap.parse_args()
-    b, h, s, d = 16384 // args.s, 2048 // args.d, args.s, args.d
-    causal = args.mask == "causal"
-    torch.manual_seed(0)
-    q, k, v, do = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-                   for _ in range(4)]
-    scale = d ** -0.5
-    o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
-        q, k, v, 0.0, causal, False, scale=scale)[:2]
+    cell = cell_inputs(args.d, args.mask, args.s)
     for _ in range(args.calls):
-        dash_attn.attention_backward(q, k, v, o, do, lse, causal=causal, scale=scale,
-                                     deterministic=bool(args.det), schedule=args.schedule,
-                                     layout="bhsd")
+        dash_attn.attention_backward(**cell, deterministic=bool(args.det),
+                                     schedule=args.schedule)
     torch.cuda.synchronize()
 
 

@@ -317,7 +317,8 @@ struct WsLayout {
 struct WsKernel {
   int64_t blockM = 1, blockN = 1;
   bool dkdvDirect = false; // dk/dv written by the kernel when Hq == Hkv
-  bool tensorMaps = false; // room for the CUtensorMaps of q, k, v, dO, dq_accum
+  bool tensorMaps = false; // TMA kernels: room for their tensor maps,
+                           // stats rows padded for them
 };
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps()};

@@ -205,19 +205,41 @@ void writeTmaKernel(const std::string &dir, const std::string &name,
   std::ofstream(dir + "/" + name + ".cubin", std::ios::binary) << cubin.rdbuf();
 }
 
-// A TMA kernel: the runtime encodes the five maps for the call's tensors
-// and workspace and copies them into the workspace before the launches.
-TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
+// A temporary kernel directory holding one TMA test kernel, and a runtime
+// over it (the mock driver).
+class MockDriverTensorMaps : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(mock.open()) << dlerror();
+    char tmpl[] = "/tmp/dash-rt-tmaXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    mock.reset(132, 1, kSlots + 5); // + the rank-1 tensor_maps descriptor
+  }
+  // (Re)writes the kernel with dq_accum view `dqMap` and opens a runtime.
+  void load(const std::string &dqMap) {
+    dash_runtime_destroy(rt);
+    rt = nullptr;
+    writeTmaKernel(dir, name, dqMap);
+    ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
+        << dash_runtime_last_error(nullptr);
+  }
+  void TearDown() override {
+    dash_runtime_destroy(rt);
+    std::remove((dir + "/" + name + ".json").c_str());
+    std::remove((dir + "/" + name + ".cubin").c_str());
+    rmdir(dir.c_str());
+  }
   Mock mock;
-  ASSERT_TRUE(mock.open()) << dlerror();
-  char tmpl[] = "/tmp/dash-rt-tmaXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, name = "d128_causal_br_descending_det";
-  writeTmaKernel(dir, name, "panels8");
-  mock.reset(132, 1, kSlots + 5); // + the rank-1 tensor_maps descriptor
+  std::string dir;
+  const std::string name = "d128_causal_br_descending_det";
   dash_runtime *rt = nullptr;
-  ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
-      << dash_runtime_last_error(nullptr);
+};
+
+// A TMA kernel: the runtime encodes the seven maps for the call's tensors
+// and workspace and copies them into the workspace before the launches.
+TEST_F(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
+  load("panels8");
   const int64_t B = 2, Sq = 256, Sk = 320, H = 4, Hkv = 2, D = 128;
   dash_bwd_args a = makeArgs(B, Sq, Sk, H, Hkv, D);
   // BHSD strides on k: the map takes them verbatim (in bytes).
@@ -365,26 +387,13 @@ TEST(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
   mock.capturing(0);
   EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
       << dash_runtime_last_error(rt);
-  dash_runtime_destroy(rt);
-  std::remove((dir + "/" + name + ".json").c_str());
-  std::remove((dir + "/" + name + ".cubin").c_str());
-  rmdir(dir.c_str());
 }
 
 // Kernels built before "dq_accum_map" existed reduce-add 128B-swizzled
 // 32-column boxes: without the field the runtime encodes that 4-D map; an
 // unknown view is refused when the directory is loaded.
-TEST(MockDriverTensorMaps, DqAccumMapFollowsTheManifest) {
-  Mock mock;
-  ASSERT_TRUE(mock.open()) << dlerror();
-  char tmpl[] = "/tmp/dash-rt-tmaXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl, name = "d128_causal_br_descending_det";
-  writeTmaKernel(dir, name, "");
-  mock.reset(132, 1, kSlots + 5);
-  dash_runtime *rt = nullptr;
-  ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
-      << dash_runtime_last_error(nullptr);
+TEST_F(MockDriverTensorMaps, DqAccumMapFollowsTheManifest) {
+  load("");
   const int64_t D = 128;
   dash_bwd_args a = makeArgs(2, 256, 320, 4, 2, D);
   ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
@@ -396,7 +405,6 @@ TEST(MockDriverTensorMaps, DqAccumMapFollowsTheManifest) {
   EXPECT_EQ(dq.box[0], 32u);
   EXPECT_EQ(dq.box[1], 64u);
   EXPECT_EQ(dq.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
-  dash_runtime_destroy(rt);
 
   writeTmaKernel(dir, name, "panels9");
   dash_runtime *bad = nullptr;
@@ -404,9 +412,6 @@ TEST(MockDriverTensorMaps, DqAccumMapFollowsTheManifest) {
   EXPECT_NE(std::string(dash_runtime_last_error(nullptr)).find("dq_accum_map"),
             std::string::npos)
       << dash_runtime_last_error(nullptr);
-  std::remove((dir + "/" + name + ".json").c_str());
-  std::remove((dir + "/" + name + ".cubin").c_str());
-  rmdir(dir.c_str());
 }
 
 TEST_F(MockDriverTest, RequestedGridSizeAndItsLimit) {

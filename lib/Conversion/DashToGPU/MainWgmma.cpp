@@ -383,15 +383,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                            : g.add(at(L.k()), g.mul(wg, g.idx(64)));
     return w.desc(kHalf, kBn * 128);
   };
-  // This step's dS^T buffer, built where it is used: dsBufs = 2 (TMA
-  // kernels) alternates by the unit's step n, the stage's parity `stage`.
-  Value stage;
-  auto dsTile = [&] {
+  // The dS^T buffer of the step in stage `buf`, built where it is used:
+  // dsBufs = 2 (TMA kernels) alternates with the stage's parity.
+  auto dsTile = [&](Value buf) {
     Value a = at(L.dsT());
-    return dsBufs == 2 ? g.add(a, g.mul(stage, g.idx(L.dsBytes()))) : a;
+    return dsBufs == 2 ? g.add(a, g.mul(buf, g.idx(L.dsBytes()))) : a;
   };
-  auto dqADesc = [&] { // dS as the M-major A: panel w of dS^T, or panel 0
-    Value a = dsTile();
+  auto dqADesc = [&](Value buf) { // dS as the M-major A: panel w, or 0
+    Value a = dsTile(buf);
     if (dqByRows)
       a = g.add(a, g.mul(wg, g.idx(kBn * 128)));
     return w.desc(a, kBn * 128);
@@ -477,7 +476,6 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           }
 
           Value q0 = g.mul(qt, g.idx(bm));
-          stage = buf;
 
           // This thread's lse_log2 and dPsum values (its bm/4 Q columns, in
           // pairs), read ahead of their use: lse_log2 before the products go
@@ -642,7 +640,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             for (int64_t u = 0; u < 2; ++u)
               ds[u] = g.mul(ifMask.getResult(r + u),
                             g.sub(w.elem(dP, r + u), statOf(dpsV, dpsBase, r + u)));
-            storePair(dsTile(), r, ds[0], ds[1]);
+            storePair(dsTile(buf), r, ds[0], ds[1]);
             dsA.push_back(w.packBf16(ds[0], ds[1]));
           }
           w.fenceAsyncShared();
@@ -658,7 +656,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value dq = w.freshAcc(dqN);
-          WgmmaBuilder::Desc dsMDesc = dqADesc(), kB = dqBDesc();
+          WgmmaBuilder::Desc dsMDesc = dqADesc(buf), kB = dqBDesc();
           for (int64_t kk = 0; kk < kBn / 16; ++kk)
             dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
                          w.descAt(kB, kk * 16 * 128), dqN, true, true,
