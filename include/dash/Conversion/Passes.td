@@ -83,11 +83,16 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "MMA threads, one step ahead) or tma (mma=wgmma only: a producer "
            "warp, tensor maps from the runtime, full/empty mbarriers); "
            "unset: tma for wgmma, cp-async for sync and simt">,
-    Option<"dsBuffers", "ds-buffers", "int64_t", /*default=*/"1",
+    Option<"dsBuffers", "ds-buffers", "int64_t", /*default=*/"0",
            "mma=wgmma with loads=tma: dS^T shared buffers, 1 or 2 (2: they "
            "alternate by step, so the warpgroups meet at one named barrier "
            "per step instead of two; 16 KiB more shared memory, fits at "
-           "D = 128 only; not yet measured on the device)">,
+           "D = 128 only); 0: 2 where they fit, else 1">,
+    Option<"mmaRegs", "mma-regs", "int64_t", /*default=*/"0",
+           "mma=wgmma: registers per MMA thread after setmaxnreg, 240 "
+           "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 for "
+           "deterministic D = 128 kernels, whose dQ reducers wait on the "
+           "ordered adds, else 240">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "

@@ -72,13 +72,31 @@ struct ConvertDashToGPUPass
     if (tma && !useWgmma)
       return op.emitOpError() << "loads=tma needs mma=wgmma (got mma=" << mma
                               << ")";
-    if (dsBuffers != 1 && dsBuffers != 2)
-      return op.emitOpError() << "ds-buffers must be 1 or 2 (got "
+    if (dsBuffers < 0 || dsBuffers > 2)
+      return op.emitOpError() << "ds-buffers must be 1 or 2, or 0 for the "
+                                 "default (got "
                               << int64_t(dsBuffers) << ")";
     if (dsBuffers == 2 && !(useWgmma && tma))
       return op.emitOpError() << "ds-buffers=2 needs mma=wgmma with "
                                  "loads=tma (the cp.async kernels "
                                  "synchronise every step anyway)";
+    // ds-buffers unset: two where they fit (TMA kernels at D = 128; measured
+    // +0..3% of cuDNN's throughput there, bench/NOTES.md section 10).
+    int64_t dsBufs = dsBuffers;
+    if (dsBufs == 0)
+      dsBufs = useWgmma && tma && wgmmaSharedBytes(D, bm, tma, 2) <= kMaxShared
+                   ? 2
+                   : 1;
+    if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
+      return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
+                                 "default (got "
+                              << int64_t(mmaRegs) << ")";
+    // mma-regs unset: deterministic D = 128 kernels give the MMA warpgroups
+    // 232 so the reducers get 40 (at 24 their rank-wait loop lives in local
+    // memory and every ordered add waits longer: +4-6% at D = 128 causal);
+    // the others keep 240 (at 232 the MMA side spills: -4% non-deterministic).
+    int64_t regs = mmaRegs ? int64_t(mmaRegs)
+                           : (op.getDeterministic() && D == 128 ? 232 : 240);
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
     // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);
@@ -108,10 +126,10 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, tma, dsBuffers)
+    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, tma, dsBufs)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
-    if (sharedBytes > 227 * 1024)
+    if (sharedBytes > kMaxShared)
       return op.emitOpError() << "tile " << bm << "x" << bn << " with D = "
                               << D << " needs " << sharedBytes
                               << " B of shared memory (> 227 KiB)";
@@ -139,8 +157,10 @@ struct ConvertDashToGPUPass
     config.append("shared_bytes", b.getI64IntegerAttr(sharedBytes));
     config.append("mma", b.getStringAttr(mma));
     config.append("loads", b.getStringAttr(tma ? "tma" : "cp-async"));
-    if (useWgmma)
-      config.append("ds_buffers", b.getI64IntegerAttr(dsBuffers));
+    if (useWgmma) {
+      config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
+      config.append("mma_regs", b.getI64IntegerAttr(regs));
+    }
     // TMA kernels: how the dq_accum tensor map must view the workspace (the
     // staging layout of the dQ reduce-adds; the runtime encodes it).
     if (tma)
@@ -159,8 +179,8 @@ struct ConvertDashToGPUPass
     b.setInsertionPointToStart(gpuModule.getBody());
     buildPreprocess(b, loc, argTypes, D, nthreads);
     if (useWgmma)
-      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, tma,
-                     dsBuffers);
+      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit,
+                     WgmmaConfig{tma, dsBufs, regs});
     else if (useSync)
       buildMainMmaSync(b, loc, argTypes, op, D, nthreads, debugSpinLimit);
     else

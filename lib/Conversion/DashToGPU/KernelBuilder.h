@@ -411,13 +411,28 @@ void buildMainMmaSync(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
 /// warpgroup whose first warp reduces dQ.
 int64_t wgmmaSharedBytes(int64_t d, int64_t bm, bool tma, int64_t dsBufs);
 constexpr int64_t kWgmmaThreads = 384;
-/// tma: a producer warp (warp 10) loads Q, dO, K, V with TMA from the
-/// runtime's tensor maps through full/empty mbarriers; else the MMA threads
-/// issue cp.async one step ahead. dsBufs: dS^T buffers (1, or 2 with tma:
-/// one cross-warpgroup barrier per step instead of two).
+/// Dynamic shared memory an sm_90 CTA may use.
+constexpr int64_t kMaxShared = 227 * 1024;
+/// setmaxnreg only moves registers within the CTA's launch allocation (384
+/// threads at one CTA per SM: 168 each); an increase the pool cannot cover
+/// spins forever. The MMA warpgroups take mmaRegs, warpgroup 2 the rest.
+constexpr int64_t kRegisterPool = 168 * kWgmmaThreads;
+/// The kernel's shape choices beyond the tiling.
+struct WgmmaConfig {
+  /// A producer warp (warp 10) loads Q, dO, K, V with TMA from the runtime's
+  /// tensor maps through full/empty mbarriers; else the MMA threads issue
+  /// cp.async one step ahead.
+  bool tma = true;
+  /// dS^T buffers: 1, or 2 with tma (one cross-warpgroup barrier per step
+  /// instead of two).
+  int64_t dsBufs = 1;
+  /// Registers per MMA thread after setmaxnreg (240: 24 for warpgroup 2;
+  /// 232: 40, which keeps the reducers' rank-wait loop out of local memory).
+  int64_t mmaRegs = 240;
+};
 void buildMainWgmma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                     ScheduledAttentionBwdOp op, int64_t d, int64_t spinLimit,
-                    bool tma, int64_t dsBufs);
+                    const WgmmaConfig &config);
 
 } // namespace mlir::dash::detail
 

@@ -7,8 +7,8 @@
 //    128 KV rows of the unit's current KV tile; warps 8 and 9 (of warpgroup
 //    2) are the dQ reducers, one per staging buffer; with loads=tma (the
 //    default) lane 0 of warp 10 is the producer. setmaxnreg moves registers from
-//    warpgroup 2 (24) to the MMA warpgroups (240), whose dK/dV accumulators
-//    stay live.
+//    warpgroup 2 (24, or 40 with mma-regs=232) to the MMA warpgroups (240 or
+//    232), whose dK/dV accumulators stay live.
 //  * Per KV tile (item): K and V are loaded once. Per Q tile (step): Q, dO,
 //    lse_log2 and dPsum arrive in one of two stages, one step ahead: all by
 //    TMA from the producer, which also walks the schedule and hands each
@@ -59,8 +59,10 @@ int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm, bool tma,
 void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                         ArrayRef<Type> argTypes,
                                         ScheduledAttentionBwdOp op, int64_t D,
-                                        int64_t spinLimit, bool tma,
-                                        int64_t dsBufs) {
+                                        int64_t spinLimit,
+                                        const WgmmaConfig &config) {
+  const bool tma = config.tma;
+  const int64_t dsBufs = config.dsBufs;
   OpBuilder::InsertionGuard guard(b);
   Kernel k(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads, spinLimit);
   // One CTA per SM: lets ptxas honour setmaxnreg beyond the 168 registers
@@ -163,7 +165,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   auto roles = scf::IfOp::create(b, loc, isMma, /*withElseRegion=*/true);
 
   // --------------------------------------------------------------- producer
-  // TMA kernels, lane 0 of warp 10 (24 registers; the other lanes idle): per
+  // TMA kernels, lane 0 of warp 10 (warpgroup 2's registers; the other lanes idle): per
   // item, once the MMA threads are done with the previous K and V
   // (EMPTY_KV), K and V (FULL_KV); per step n of the unit (stage n % 2),
   // once the stage is free (EMPTY_Q), the step's Q tile index into the
@@ -232,7 +234,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   {
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&roles.getElseRegion().front());
-    NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(kReducerRegs),
+    NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(otherRegsFor(config.mmaRegs)),
                                    NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
     auto reducerWarp = scf::IfOp::create(
         b, loc, g.lt(tid, g.idx(kMmaThreads + 32 * kDqBuffers)), tma);
@@ -309,7 +311,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           }
           Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
           // Opaque lane: the staging-row addresses stay in the step (hoisted,
-          // they outlive the reducer's 24 registers and spill).
+          // they outlive the reducer's registers and spill).
           Value lane = w.opaque(rlane);
           for (int64_t half = 0; half < bm / 32; ++half) {
             Value row = g.add(lane, g.idx(32 * half));
@@ -346,7 +348,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
 
   // ------------------------------------------------------------ MMA threads
   b.setInsertionPointToStart(&roles.getThenRegion().front());
-  NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(kMmaRegs),
+  NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(config.mmaRegs),
                                  NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::increase));
   // Per-thread values (fragment coordinates, swizzled addresses,
   // descriptors) are rebuilt inside every step from an opaque copy of the

@@ -22,12 +22,13 @@ constexpr int64_t kSyncThreads = kMmaThreads + 32; // MMA + one reducer warp
 constexpr int64_t kProducerWarp = 10; // loads=tma: after the two reducers
 static_assert(32 * kProducerWarp == kMmaThreads + 32 * 2,
               "the producer is the warp after the two dQ reducer warps");
-constexpr int64_t kMmaRegs = 240, kReducerRegs = 24;
-// setmaxnreg only moves registers within the CTA's launch allocation (384
-// threads at one CTA per SM: 168 each); an increase that the pool cannot
-// cover spins forever.
-static_assert(kMmaRegs * 256 + kReducerRegs * 128 <= 168 * 384,
-              "setmaxnreg: more registers than the CTA was launched with");
+// Registers per thread of warpgroup 2 (reducers, producer) when the MMA
+// warpgroups take `mmaRegs` (see kRegisterPool).
+constexpr int64_t otherRegsFor(int64_t mmaRegs) {
+  return (kRegisterPool - mmaRegs * kMmaThreads) / 128 / 8 * 8;
+}
+static_assert(otherRegsFor(240) == 24 && otherRegsFor(232) == 40,
+              "the setmaxnreg splits the docs describe");
 constexpr int64_t kAlign = 1024; // swizzle atom: 8 rows x 128 B
 
 // Named barriers (0 is __syncthreads).

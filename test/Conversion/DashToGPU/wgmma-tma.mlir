@@ -5,11 +5,17 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=bulk 2>&1 | FileCheck %s --check-prefix=BADLOADS
 // RUN: not dash-opt %s --dash-tile=kernels=sync --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync loads=tma" 2>&1 | FileCheck %s --check-prefix=NOTWGMMA
 // Two dS^T buffers (alternating by step): one barrier between the
-// warpgroups per step; only D = 128 fits; TMA kernels only.
+// warpgroups per step; only D = 128 fits, where they are the default; TMA
+// kernels only. ds-buffers=1 keeps the barrier before the dS^T stores.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=DS1
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma ds-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DS2
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=3" 2>&1 | FileCheck %s --check-prefix=DS3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2CPASYNC
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2D64
+// setmaxnreg split: mma-regs=240 overrides the deterministic D = 128 default
+// of 232; other counts are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=240" --canonicalize --cse | FileCheck %s --check-prefix=REGS240
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=248" 2>&1 | FileCheck %s --check-prefix=REGSBAD
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
 // And through the whole pipeline to PTX (raised to ISA 8.3 for
@@ -20,7 +26,7 @@
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
 
-// CHECK: dash.config = {{{.*}}loads = "tma"{{.*}}shared_bytes = 215096 : i64
+// CHECK: dash.config = {{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}shared_bytes = 231480 : i64
 // CHECK: gpu.func @dash_bwd_main(
 // CHECK-SAME: %arg16: memref<112xi64> {dash.name = "tensor_maps"}
 // Thread 0: FULL_Q (the producer's expect-tx arrival), EMPTY_Q (256 MMA
@@ -37,10 +43,10 @@
 // MMA threads: no cp.async; wait for K/V (FULL_KV), per step for the stage
 // (FULL_Q), whose Q tile index they read from shared memory (the producer
 // evaluates the schedule), then S^T and dP^T go to the tensor cores with no
-// barrier in between; the other warpgroup is waited for only before the
-// dS^T stores. The stage is released after the step's last wgmma wait, K/V
+// barrier in between; with two dS^T buffers (the D = 128 default) the
+// warpgroups meet only before dQ. The stage is released after the step's last wgmma wait, K/V
 // after the walk.
-// CHECK: nvvm.setmaxregister  increase 240
+// CHECK: nvvm.setmaxregister  increase 232
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: scf.for
@@ -61,7 +67,9 @@
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16
 // CHECK-COUNT-8: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// CHECK-NOT: barrier.sync
+// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // The dQ partial goes to the staging buffer in unswizzled 8-column panels
@@ -83,7 +91,7 @@
 // map), the read wait; the warp reconverges before its EMPTY arrival (a
 // warp's arrival counts all its lanes); lane 0 waits for the adds and
 // releases the row.
-// CHECK: nvvm.setmaxregister  decrease 24
+// CHECK: nvvm.setmaxregister  decrease 40
 // CHECK: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;"
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
@@ -123,7 +131,7 @@
 // CHECK-SAME: memref<112xi64> {dash.name = "tensor_maps"}
 
 // DS2: ds_buffers = 2 : i64{{.*}}shared_bytes = 231480 : i64
-// DS2: nvvm.setmaxregister  increase 240
+// DS2: nvvm.setmaxregister  increase 232
 // DS2: scf.for
 // S^T waited for, then (after the early dV) dP^T: the dS^T stores follow
 // with no barrier (step n's buffer was last read by step n - 2's dQ).
@@ -135,7 +143,19 @@
 // DS2: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DS2-NOT: ro(%c1_i32, %c256_i32
 // DS2: scf.yield
-// DS3: error: 'dash.scheduled_attention_bwd' op ds-buffers must be 1 or 2 (got 3)
+// DS3: error: 'dash.scheduled_attention_bwd' op ds-buffers must be 1 or 2, or 0 for the default (got 3)
+// DS1: ds_buffers = 1 : i64{{.*}}shared_bytes = 215096 : i64
+// DS1: scf.for
+// One buffer: the dS^T stores wait for the other warpgroup's dQ reads.
+// DS1: nvvm.wgmma.wait.group.sync.aligned 1
+// DS1: nvvm.wgmma.wait.group.sync.aligned 1
+// DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// DS1: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// REGS240: mma_regs = 240 : i64
+// REGS240-DAG: nvvm.setmaxregister  decrease 24
+// REGS240-DAG: nvvm.setmaxregister  increase 240
+// REGSBAD: error: 'dash.scheduled_attention_bwd' op mma-regs must be 240 or 232, or 0 for the default (got 248)
 // DS2CPASYNC: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 needs mma=wgmma with loads=tma
 // DS2D64: error: 'dash.scheduled_attention_bwd' op tile 128x128 with D = 64 needs 232504 B of shared memory (> 227 KiB)
 
