@@ -201,12 +201,17 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // The step's Q tile before the wait: once the stage is free only
           // the copies remain (the MMA warps wait on them).
           Value qt = visit(it, step);
+          Value rank = det ? rankOf(it, qt) : Value();
           Value q0 = g.mul(qt, g.idx(bm));
           Value full = w.mbar(kFullQ, stage);
           w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
                      g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
-          // The step's Q tile for the MMA threads, released by the arrival.
+          // The step's Q tile (and rank) for the MMA threads and, through
+          // them, the reducers; released by the arrival.
           LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
+          if (det)
+            LLVM::StoreOp::create(b, loc, w.i32of(rank),
+                                  w.stepTileSlot(stage, 1), 4);
           w.mbarExpect(full, 2 * L.qBytes() + 2 * bm * 4);
           Value qOff = g.mul(stage, g.idx(L.qBytes()));
           w.tmaTile(0, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, bm, full);
@@ -263,9 +268,26 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, buf,
                                      mine),
                [&] {
-          Value qt = visit(it, step);
-          Value rank = rankOf(it, qt);
+          // TMA kernels: the hand-off carries its Q tile and rank (read
+          // after FULL); cp.async kernels evaluate the schedule here.
+          Value qt, rank;
+          if (!tma) {
+            qt = visit(it, step);
+            if (det)
+              rank = rankOf(it, qt);
+          }
           w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
+          if (tma) {
+            auto field = [&](int64_t f) -> Value {
+              return arith::IndexCastOp::create(
+                  b, loc, b.getIndexType(),
+                  LLVM::LoadOp::create(b, loc, w.i32, w.handOffSlot(buf, f),
+                                       4));
+            };
+            qt = field(0);
+            if (det)
+              rank = field(1);
+          }
           Value semPtr;
           Value q0 = g.mul(qt, g.idx(bm));
           Value staging =
@@ -705,6 +727,20 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                   w.sh(g.add(staging, pairOffset(r))), 8);
           }
           w.fenceAsyncShared();
+          if (tma) // the hand-off's step for the reducer (the stage is ours
+                   // until the EMPTY_Q arrival below)
+            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         tid, g.idx(0)),
+                   [&] {
+                     LLVM::StoreOp::create(b, loc, w.i32of(qt),
+                                           w.handOffSlot(qbuf, 0), 4);
+                     if (det)
+                       LLVM::StoreOp::create(
+                           b, loc,
+                           LLVM::LoadOp::create(b, loc, w.i32,
+                                                w.stepTileSlot(buf, 1), 4),
+                           w.handOffSlot(qbuf, 1), 4);
+                   });
           w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);
           // dK done before the step ends: its B is this step's Q buffer,
           // which the producer refills once every MMA thread has arrived on

@@ -88,11 +88,16 @@ struct SmemLayout {
   int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
   int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }
-  /// TMA kernels: the Q tile index of the step in stage `buf` (i32, written
-  /// by the producer before its FULL_Q arrival): the MMA threads read the
-  /// schedule's walk instead of evaluating it.
-  int64_t stepTile(int64_t buf) const { return bar(kNumMbarriers) + 4 * buf; }
-  int64_t end() const { return tma ? stepTile(2) : dps(2); }
+  /// TMA kernels: the step in stage `buf` as two i32 (its Q tile index and,
+  /// deterministic kernels, its rank), written by the producer before its
+  /// FULL_Q arrival: the MMA threads read the schedule's walk instead of
+  /// evaluating it.
+  int64_t stepTile(int64_t buf) const { return bar(kNumMbarriers) + 8 * buf; }
+  /// TMA kernels: the same pair for the hand-off in dQ staging buffer `buf`,
+  /// copied from the stage by MMA thread 0 before its FULL arrival: the
+  /// reducers evaluate no schedule either (their registers are few).
+  int64_t handOff(int64_t buf) const { return stepTile(2) + 8 * buf; }
+  int64_t end() const { return tma ? handOff(kDqBuffers) : dps(2); }
 };
 
 /// Builds the kernel body; one instance per kernel.
@@ -408,9 +413,15 @@ struct WgmmaBuilder {
         ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
         /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
   }
-  /// The i32 slot of stage `stage` (index) holding its step's Q tile index.
-  Value stepTileSlot(Value stage) {
-    return sh(g.add(g.add(base, g.idx(L.stepTile(0))), g.mul(stage, g.idx(4))));
+  /// Field `field` (0: Q tile index, 1: rank; i32) of stage `stage`'s step.
+  Value stepTileSlot(Value stage, int64_t field = 0) {
+    return sh(g.add(g.add(base, g.idx(L.stepTile(0) + 4 * field)),
+                    g.mul(stage, g.idx(8))));
+  }
+  /// The same field of the hand-off in dQ staging buffer `buf`.
+  Value handOffSlot(Value buf, int64_t field) {
+    return sh(g.add(g.add(base, g.idx(L.handOff(0) + 4 * field)),
+                    g.mul(buf, g.idx(8))));
   }
 
   /// cp.async of one f32 (element q0 + t) of a [B, H, S] workspace row

@@ -26,7 +26,7 @@
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
 
-// CHECK: dash.config = {{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}shared_bytes = 231480 : i64
+// CHECK: dash.config = {{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}shared_bytes = 231504 : i64
 // CHECK: gpu.func @dash_bwd_main(
 // CHECK-SAME: %arg16: memref<112xi64> {dash.name = "tensor_maps"}
 // Thread 0: FULL_Q (the producer's expect-tx arrival), EMPTY_Q (256 MMA
@@ -77,6 +77,13 @@
 // CHECK-NOT: arith.xori
 // CHECK-COUNT-16: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // CHECK-NOT: arith.xori
+// MMA thread 0 copies the step's Q tile and rank to the hand-off, then FULL.
+// CHECK: arith.cmpi eq, %{{.*}}, %c0 : index
+// CHECK-NEXT: scf.if
+// CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;"
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK: scf.yield
@@ -91,9 +98,15 @@
 // map), the read wait; the warp reconverges before its EMPTY arrival (a
 // warp's arrival counts all its lanes); lane 0 waits for the adds and
 // releases the row.
+// The hand-off's Q tile and rank come with it (no schedule evaluated here).
 // CHECK: nvvm.setmaxregister  decrease 40
 // CHECK: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
+// CHECK-NOT: arith.divui
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;"
+// CHECK-NOT: arith.divui
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK-NOT: arith.divui
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c0_i32, %{{.*}}, %c0_i32, %{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
@@ -120,8 +133,9 @@
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.cp.async.shared.global
-// The step's Q tile index goes into the stage before the arrival (a
+// The step's Q tile index and rank go into the stage before the arrival (a
 // release).
+// CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
 // CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
@@ -130,7 +144,7 @@
 // CHECK: gpu.func @dash_bwd_postprocess(
 // CHECK-SAME: memref<112xi64> {dash.name = "tensor_maps"}
 
-// DS2: ds_buffers = 2 : i64{{.*}}shared_bytes = 231480 : i64
+// DS2: ds_buffers = 2 : i64{{.*}}shared_bytes = 231504 : i64
 // DS2: nvvm.setmaxregister  increase 232
 // DS2: scf.for
 // S^T waited for, then (after the early dV) dP^T: the dS^T stores follow
@@ -144,7 +158,7 @@
 // DS2-NOT: ro(%c1_i32, %c256_i32
 // DS2: scf.yield
 // DS3: error: 'dash.scheduled_attention_bwd' op ds-buffers must be 1 or 2, or 0 for the default (got 3)
-// DS1: ds_buffers = 1 : i64{{.*}}shared_bytes = 215096 : i64
+// DS1: ds_buffers = 1 : i64{{.*}}shared_bytes = 215120 : i64
 // DS1: scf.for
 // One buffer: the dS^T stores wait for the other warpgroup's dQ reads.
 // DS1: nvvm.wgmma.wait.group.sync.aligned 1
@@ -157,7 +171,7 @@
 // REGS240-DAG: nvvm.setmaxregister  increase 240
 // REGSBAD: error: 'dash.scheduled_attention_bwd' op mma-regs must be 240 or 232, or 0 for the default (got 248)
 // DS2CPASYNC: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 needs mma=wgmma with loads=tma
-// DS2D64: error: 'dash.scheduled_attention_bwd' op tile 128x128 with D = 64 needs 232504 B of shared memory (> 227 KiB)
+// DS2D64: error: 'dash.scheduled_attention_bwd' op tile 128x128 with D = 64 needs 232528 B of shared memory (> 227 KiB)
 
 // BADLOADS: error: 'dash.scheduled_attention_bwd' op unknown loads mode 'bulk'; expected cp-async or tma
 // NOTWGMMA: error: 'dash.scheduled_attention_bwd' op loads=tma needs mma=wgmma (got mma=sync)
