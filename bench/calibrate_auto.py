@@ -42,6 +42,7 @@ def main():
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--launch", default="persistent", choices=["persistent", "fa3"],
                     help="how the model runs ascending/spt/descending (DASH's kernels: persistent)")
+    ap.add_argument("--top", type=int, default=8, help="how many (r, tie) rows to print")
     args = ap.parse_args()
     res = json.load(open(args.results))["results"]
     cells = sorted({(r["d"], r["mask"], r["s"], r["b"], r["h"]) for r in res})
@@ -73,7 +74,7 @@ def main():
             table.append((ok, r, t))
     table.sort(key=lambda x: (-x[0], x[1], x[2]))
     print("cells: %d" % len(measured))
-    for ok, r, t in table[:8]:
+    for ok, r, t in table[:args.top]:
         print("r=%-5s tie=%-5s within 3%% of the best schedule: %d/%d" % (r, t, ok, len(measured)))
     ok, r, t = table[0]
     print("\nper cell at r=%s tie=%s:" % (r, t))
