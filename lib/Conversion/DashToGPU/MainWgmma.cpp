@@ -281,8 +281,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             auto field = [&](int64_t f) -> Value {
               return arith::IndexCastOp::create(
                   b, loc, b.getIndexType(),
-                  LLVM::LoadOp::create(b, loc, w.i32, w.handOffSlot(buf, f),
-                                       4));
+                  w.loadHandOff(w.handOffSlot(buf, f)));
             };
             qt = field(0);
             if (det)
@@ -732,14 +731,12 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          tid, g.idx(0)),
                    [&] {
-                     LLVM::StoreOp::create(b, loc, w.i32of(qt),
-                                           w.handOffSlot(qbuf, 0), 4);
+                     w.storeHandOff(w.i32of(qt), w.handOffSlot(qbuf, 0));
                      if (det)
-                       LLVM::StoreOp::create(
-                           b, loc,
+                       w.storeHandOff(
                            LLVM::LoadOp::create(b, loc, w.i32,
                                                 w.stepTileSlot(buf, 1), 4),
-                           w.handOffSlot(qbuf, 1), 4);
+                           w.handOffSlot(qbuf, 1));
                    });
           w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);
           // dK done before the step ends: its B is this step's Q buffer,

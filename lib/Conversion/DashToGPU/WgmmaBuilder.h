@@ -423,6 +423,20 @@ struct WgmmaBuilder {
     return sh(g.add(g.add(base, g.idx(L.handOff(0) + 4 * field)),
                     g.mul(buf, g.idx(8))));
   }
+  /// The hand-off fields cross from the MMA side to a reducer through the
+  /// staging buffer's FULL/EMPTY named barriers, whose arrive orders prior
+  /// accesses (PTX ISA, barrier) but which compute-sanitizer's racecheck does
+  /// not model: relaxed CTA-scope atomics keep it from reporting them.
+  void storeHandOff(Value v, Value slot) {
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::xchg, slot, v,
+                              LLVM::AtomicOrdering::monotonic,
+                              StringRef("block"));
+  }
+  Value loadHandOff(Value slot) {
+    return LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, slot,
+                                     c32(0), LLVM::AtomicOrdering::monotonic,
+                                     StringRef("block"));
+  }
 
   /// cp.async of one f32 (element q0 + t) of a [B, H, S] workspace row
   /// (4-byte copies: no alignment needed), zero past S_q.
