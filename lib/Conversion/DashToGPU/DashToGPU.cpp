@@ -80,23 +80,30 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "ds-buffers=2 needs mma=wgmma with "
                                  "loads=tma (the cp.async kernels "
                                  "synchronise every step anyway)";
-    // ds-buffers unset: two where they fit (TMA kernels at D = 128; measured
-    // +0..3% of cuDNN's throughput there, bench/NOTES.md section 10).
+    // ds-buffers unset: two for the TMA kernels at D = 128, where they were
+    // measured (+0..3% of cuDNN's throughput, bench/NOTES.md section 10) and
+    // fit; elsewhere one (D = 64's 128-row Q tiles do not fit two).
     int64_t dsBufs = dsBuffers;
     if (dsBufs == 0)
-      dsBufs = useWgmma && tma && wgmmaSharedBytes(D, bm, tma, 2) <= kMaxShared
+      dsBufs = useWgmma && tma && D == 128 &&
+                       wgmmaSharedBytes(D, bm, tma, 2) <= kMaxShared
                    ? 2
                    : 1;
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
                               << int64_t(mmaRegs) << ")";
-    // mma-regs unset: deterministic D = 128 kernels give the MMA warpgroups
-    // 232 so the reducers get 40 (at 24 their rank-wait loop lives in local
-    // memory and every ordered add waits longer: +4-6% at D = 128 causal);
-    // the others keep 240 (at 232 the MMA side spills: -4% non-deterministic).
+    if (mmaRegs != 0 && !useWgmma)
+      return op.emitOpError() << "mma-regs needs mma=wgmma (the " << mma
+                              << " kernels do not split registers by role)";
+    // mma-regs unset: the deterministic TMA kernels at D = 128 give the MMA
+    // warpgroups 232 so warpgroup 2 gets 40 (at 24 it spills, and its
+    // reducers' hand-offs are links of the ordered-add chain: +4-6% at D =
+    // 128 causal); the others keep 240 (at 232 the MMA side spills: -4%
+    // non-deterministic, -10..35% at D = 64; cp.async kernels not measured).
     int64_t regs = mmaRegs ? int64_t(mmaRegs)
-                           : (op.getDeterministic() && D == 128 ? 232 : 240);
+                           : (op.getDeterministic() && tma && D == 128 ? 232
+                                                                        : 240);
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
     // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);

@@ -12,9 +12,9 @@
 //  * Per KV tile (item): K and V are loaded once. Per Q tile (step): Q, dO,
 //    lse_log2 and dPsum arrive in one of two stages, one step ahead: all by
 //    TMA from the producer, which also walks the schedule and hands each
-//    step's Q tile index over in the stage (loads=tma; full/empty mbarriers),
-//    or
-//    by cp.async from the MMA threads (loads=cp-async; zero-filled past S).
+//    step's Q tile index (and rank) over in the stage (loads=tma; full/empty
+//    mbarriers), or by cp.async from the MMA threads (loads=cp-async;
+//    zero-filled past S).
 //  * Per step and warpgroup w (rows R = KV rows 64w..64w+63):
 //      S^T  = K_R Q^T, dP^T = V_R dO^T              (m64n64,  K = D)
 //      P^T  = exp2(S^T * scale * log2e - lse_log2), dS^T = P^T (dP^T - dPsum)
@@ -165,11 +165,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   auto roles = scf::IfOp::create(b, loc, isMma, /*withElseRegion=*/true);
 
   // --------------------------------------------------------------- producer
-  // TMA kernels, lane 0 of warp 10 (warpgroup 2's registers; the other lanes idle): per
-  // item, once the MMA threads are done with the previous K and V
-  // (EMPTY_KV), K and V (FULL_KV); per step n of the unit (stage n % 2),
-  // once the stage is free (EMPTY_Q), the step's Q tile index into the
-  // stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one expect-tx
+  // TMA kernels, lane 0 of warp 10 (warpgroup 2's registers; the other
+  // lanes idle): per item, once the MMA threads are done with the previous
+  // K and V (EMPTY_KV), K and V (FULL_KV); per step n of the unit (stage
+  // n % 2), once the stage is free (EMPTY_Q), the step's Q tile index and
+  // rank into the stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one expect-tx
   // arrival; rows past S_q arrive as zeros). One thread and no per-lane
   // address math keep the walk short: the MMA warps wait on it every step.
   auto emitProducer = [&] {

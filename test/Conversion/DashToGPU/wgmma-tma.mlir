@@ -16,6 +16,7 @@
 // of 232; other counts are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=240" --canonicalize --cse | FileCheck %s --check-prefix=REGS240
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=248" 2>&1 | FileCheck %s --check-prefix=REGSBAD
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync mma-regs=232" 2>&1 | FileCheck %s --check-prefix=REGSSYNC
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
 // And through the whole pipeline to PTX (raised to ISA 8.3 for
@@ -171,6 +172,7 @@
 // REGS240: mma_regs = 240 : i64
 // REGS240-DAG: nvvm.setmaxregister  decrease 24
 // REGS240-DAG: nvvm.setmaxregister  increase 240
+// REGSSYNC: error: 'dash.scheduled_attention_bwd' op mma-regs needs mma=wgmma (the sync kernels do not split registers by role)
 // REGSBAD: error: 'dash.scheduled_attention_bwd' op mma-regs must be 240 or 232, or 0 for the default (got 248)
 // DS2CPASYNC: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 needs mma=wgmma with loads=tma
 // DS2D64: error: 'dash.scheduled_attention_bwd' op tile 128x128 with D = 64 needs 232528 B of shared memory (> 227 KiB)
