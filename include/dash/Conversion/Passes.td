@@ -88,6 +88,11 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "alternate by step, so the warpgroups meet at one named barrier "
            "per step instead of two; 16 KiB more shared memory, fits at "
            "D = 128 only); 0: 2 where they fit, else 1">,
+    Option<"dqBuffers", "dq-buffers", "int64_t", /*default=*/"2",
+           "mma=wgmma with loads=tma: f32 dQ staging buffers, each with its "
+           "reducer warp: 2 (two rows' ordered adds in flight) or 1 (32 KiB "
+           "back at D = 64, where ds-buffers=2 then fits; not yet measured "
+           "on the device)">,
     Option<"mmaRegs", "mma-regs", "int64_t", /*default=*/"0",
            "mma=wgmma: registers per MMA thread after setmaxnreg, 240 "
            "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 for "

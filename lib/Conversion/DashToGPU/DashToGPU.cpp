@@ -80,13 +80,21 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "ds-buffers=2 needs mma=wgmma with "
                                  "loads=tma (the cp.async kernels "
                                  "synchronise every step anyway)";
+    if (dqBuffers != 1 && dqBuffers != 2)
+      return op.emitOpError()
+             << "dq-buffers must be 1 or 2 (got " << int64_t(dqBuffers) << ")";
+    if (dqBuffers == 1 && !(useWgmma && tma))
+      return op.emitOpError() << "dq-buffers=1 needs mma=wgmma with "
+                                 "loads=tma";
     // ds-buffers unset: two for the TMA kernels at D = 128, where they were
     // measured (+0..3% of cuDNN's throughput, bench/NOTES.md section 10) and
-    // fit; elsewhere one (D = 64's 128-row Q tiles do not fit two).
+    // fit; elsewhere one (D = 64's 128-row Q tiles fit two only with one dQ
+    // staging buffer, dq-buffers=1: not measured yet).
     int64_t dsBufs = dsBuffers;
     if (dsBufs == 0)
       dsBufs = useWgmma && tma && D == 128 &&
-                       wgmmaSharedBytes(D, bm, tma, 2) <= kMaxShared
+                       wgmmaSharedBytes(D, bm, {tma, 2, 240, dqBuffers}) <=
+                           kMaxShared
                    ? 2
                    : 1;
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
@@ -101,9 +109,9 @@ struct ConvertDashToGPUPass
     // reducers' hand-offs are links of the ordered-add chain: +4-6% at D =
     // 128 causal); the others keep 240 (at 232 the MMA side spills: -4%
     // non-deterministic, -10..35% at D = 64; cp.async kernels not measured).
-    int64_t regs = mmaRegs ? int64_t(mmaRegs)
-                           : (op.getDeterministic() && tma && D == 128 ? 232
-                                                                        : 240);
+    int64_t regs = mmaRegs
+                       ? int64_t(mmaRegs)
+                       : (op.getDeterministic() && tma && D == 128 ? 232 : 240);
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
     // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);
@@ -133,7 +141,8 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, tma, dsBufs)
+    WgmmaConfig wgmmaConfig{tma, dsBufs, regs, dqBuffers};
+    int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
     if (sharedBytes > kMaxShared)
@@ -167,6 +176,7 @@ struct ConvertDashToGPUPass
     if (useWgmma) {
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
+      config.append("dq_buffers", b.getI64IntegerAttr(dqBuffers));
     }
     // TMA kernels: how the dq_accum tensor map must view the workspace (the
     // staging layout of the dQ reduce-adds; the runtime encodes it).
@@ -186,8 +196,7 @@ struct ConvertDashToGPUPass
     b.setInsertionPointToStart(gpuModule.getBody());
     buildPreprocess(b, loc, argTypes, D, nthreads);
     if (useWgmma)
-      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit,
-                     WgmmaConfig{tma, dsBufs, regs});
+      buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, wgmmaConfig);
     else if (useSync)
       buildMainMmaSync(b, loc, argTypes, op, D, nthreads, debugSpinLimit);
     else

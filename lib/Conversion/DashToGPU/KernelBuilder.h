@@ -409,7 +409,6 @@ void buildMainMmaSync(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
 /// The warp-specialised WGMMA main kernel (MainWgmma.cpp): KV tiles of 128
 /// rows, Q tiles of 64 (or 128 at d = 64), two MMA warpgroups and a third
 /// warpgroup whose first warp reduces dQ.
-int64_t wgmmaSharedBytes(int64_t d, int64_t bm, bool tma, int64_t dsBufs);
 constexpr int64_t kWgmmaThreads = 384;
 /// Dynamic shared memory an sm_90 CTA may use.
 constexpr int64_t kMaxShared = 227 * 1024;
@@ -429,7 +428,13 @@ struct WgmmaConfig {
   /// Registers per MMA thread after setmaxnreg (240: 24 for warpgroup 2;
   /// 232: 40, which keeps the reducers' rank-wait loop out of local memory).
   int64_t mmaRegs = 240;
+  /// f32 dQ staging buffers, each with its reducer warp: 2 (hand-offs
+  /// alternate, two rows' ordered adds in flight), or 1 (32 KiB back at
+  /// D = 64, where two dS^T buffers then fit; one reducer warp).
+  int64_t dqBufs = 2;
 };
+/// Shared memory of the main kernel.
+int64_t wgmmaSharedBytes(int64_t d, int64_t bm, const WgmmaConfig &config);
 void buildMainWgmma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                     ScheduledAttentionBwdOp op, int64_t d, int64_t spinLimit,
                     const WgmmaConfig &config);

@@ -6,9 +6,9 @@
 //  * 384 threads: warpgroups 0 and 1 do the tile math, each on 64 of the
 //    128 KV rows of the unit's current KV tile; warps 8 and 9 (of warpgroup
 //    2) are the dQ reducers, one per staging buffer; with loads=tma (the
-//    default) lane 0 of warp 10 is the producer. setmaxnreg moves registers from
-//    warpgroup 2 (24, or 40 with mma-regs=232) to the MMA warpgroups (240 or
-//    232), whose dK/dV accumulators stay live.
+//    default) lane 0 of warp 10 is the producer. setmaxnreg moves registers
+//    from warpgroup 2 (24, or 40 with mma-regs=232) to the MMA warpgroups (240
+//    or 232), whose dK/dV accumulators stay live.
 //  * Per KV tile (item): K and V are loaded once. Per Q tile (step): Q, dO,
 //    lse_log2 and dPsum arrive in one of two stages, one step ahead: all by
 //    TMA from the producer, which also walks the schedule and hands each
@@ -29,8 +29,8 @@
 //    5-D tensor reduce-add of the whole tile from lane 0; cp.async kernels:
 //    one `cp.reduce.async.bulk ... add.f32` per row from every lane), frees
 //    the buffer once the copies have read it, waits for the adds to complete
-//    and releases the row. Named barriers hand the staging buffer between the two sides
-//    (FULL: MMA -> reducer, EMPTY: reducer -> MMA), so the rank waits
+//    and releases the row. Named barriers hand the staging buffer between the
+//    two sides (FULL: MMA -> reducer, EMPTY: reducer -> MMA), so the rank waits
 //    overlap the next steps' products, two rows at a time.
 //
 // Shared layouts (bf16, 1024-byte aligned): a [rows][D] tile is stored as
@@ -49,12 +49,12 @@ using namespace mlir::dash;
 using namespace mlir::dash::detail;
 using namespace mlir::dash::detail::wgmma;
 
-int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm, bool tma,
-                                             int64_t dsBufs) {
+int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm,
+                                             const WgmmaConfig &config) {
   // + slack to align the base
-  return SmemLayout{d, bm, tma, dsBufs}.end() + kAlign;
+  return SmemLayout{d, bm, config.tma, config.dsBufs, config.dqBufs}.end() +
+         kAlign;
 }
-
 
 void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                         ArrayRef<Type> argTypes,
@@ -69,7 +69,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // that 384 threads get at entry.
   k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   const int64_t bm = op.getTiling().getBlockM();
-  WgmmaBuilder w(k, op, D, bm, tma, dsBufs);
+  const int64_t dqBufs = config.dqBufs;
+  WgmmaBuilder w(k, op, D, bm, config);
   assert(w.L.swizzleAligned() &&
          "a shared buffer off its swizzle atom or its TMA alignment");
   LoopGen &g = k.g;
@@ -169,9 +170,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // lanes idle): per item, once the MMA threads are done with the previous
   // K and V (EMPTY_KV), K and V (FULL_KV); per step n of the unit (stage
   // n % 2), once the stage is free (EMPTY_Q), the step's Q tile index and
-  // rank into the stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one expect-tx
-  // arrival; rows past S_q arrive as zeros). One thread and no per-lane
-  // address math keep the walk short: the MMA warps wait on it every step.
+  // rank into the stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one
+  // expect-tx arrival; rows past S_q arrive as zeros). One thread and no
+  // per-lane address math keep the walk short: the MMA warps wait on it every
+  // step.
   auto emitProducer = [&] {
     Value lane = g.sub(tid, g.idx(32 * kProducerWarp));
     Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
@@ -239,10 +241,12 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   {
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&roles.getElseRegion().front());
-    NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(otherRegsFor(config.mmaRegs)),
-                                   NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::decrease));
+    NVVM::SetMaxRegisterOp::create(
+        b, loc, b.getI32IntegerAttr(otherRegsFor(config.mmaRegs)),
+        NVVM::SetMaxRegisterActionAttr::get(
+            ctx, NVVM::SetMaxRegisterAction::decrease));
     auto reducerWarp = scf::IfOp::create(
-        b, loc, g.lt(tid, g.idx(kMmaThreads + 32 * kDqBuffers)), tma);
+        b, loc, g.lt(tid, g.idx(kMmaThreads + 32 * dqBufs)), tma);
     if (tma) { // warp 10: the producer
       OpBuilder::InsertionGuard pg(b);
       b.setInsertionPointToStart(&reducerWarp.getElseRegion().front());
@@ -264,104 +268,105 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     w.barArrive(bufBarrier(kBarEmpty, mine), kSyncThreads); // starts free
     forItems([&](const Item &it, Value first) {
       g.loop(it.len, [&](Value step) {
-        Value buf = g.rem(g.add(first, step), g.idx(kDqBuffers));
-        g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, buf,
-                                     mine),
-               [&] {
-          // TMA kernels: the hand-off carries its Q tile and rank (read
-          // after FULL); cp.async kernels evaluate the schedule here.
-          Value qt, rank;
-          if (!tma) {
-            qt = visit(it, step);
-            if (det)
-              rank = rankOf(it, qt);
-          }
-          w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
-          if (tma) {
-            auto field = [&](int64_t f) -> Value {
-              return arith::IndexCastOp::create(
-                  b, loc, b.getIndexType(),
-                  w.loadHandOff(w.handOffSlot(buf, f)));
-            };
-            qt = field(0);
-            if (det)
-              rank = field(1);
-          }
-          Value semPtr;
-          Value q0 = g.mul(qt, g.idx(bm));
-          Value staging =
-              g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0))));
-          if (tma) {
-            // Lane 0 alone: the rank wait, one tensor reduce-add of the tile
-            // (rows past S_q are clipped by the map), and the release.
-            // The warp reconverges before the EMPTY arrival (a warp's bar
-            // arrival counts all its lanes).
-            if (det)
-              semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
-            g.when(lane0, [&] {
+        Value buf = g.rem(g.add(first, step), g.idx(dqBufs));
+        g.when(
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, buf, mine),
+            [&] {
+              // TMA kernels: the hand-off carries its Q tile and rank (read
+              // after FULL); cp.async kernels evaluate the schedule here.
+              Value qt, rank;
+              if (!tma) {
+                qt = visit(it, step);
+                if (det)
+                  rank = rankOf(it, qt);
+              }
+              w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
+              if (tma) {
+                auto field = [&](int64_t f) -> Value {
+                  return arith::IndexCastOp::create(
+                      b, loc, b.getIndexType(),
+                      w.loadHandOff(w.handOffSlot(buf, f)));
+                };
+                qt = field(0);
+                if (det)
+                  rank = field(1);
+              }
+              Value semPtr;
+              Value q0 = g.mul(qt, g.idx(bm));
+              Value staging =
+                  g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0))));
+              if (tma) {
+                // Lane 0 alone: the rank wait, one tensor reduce-add of the
+                // tile (rows past S_q are clipped by the map), and the release.
+                // The warp reconverges before the EMPTY arrival (a warp's bar
+                // arrival counts all its lanes).
+                if (det)
+                  semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
+                g.when(lane0, [&] {
+                  if (det) {
+                    k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                    NVVM::FenceProxyOp::create(
+                        b, loc, NVVM::ProxyKind::async_global, nullptr);
+                  }
+                  w.tmaReduceTile(staging, it.bb, q0, it.h);
+                  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+                  // The staging buffer is free once read.
+                  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
+                                                       b.getUnitAttr());
+                });
+                w.syncWarp();
+                w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
+                if (det) // the adds complete before the row's next rank goes
+                  g.when(lane0, [&] {
+                    NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
+                    NVVM::FenceProxyOp::create(
+                        b, loc, NVVM::ProxyKind::async_global, nullptr);
+                    k.releaseBy(semPtr);
+                  });
+                return;
+              }
               if (det) {
-                k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
+                g.when(lane0, [&] {
+                  k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                });
+                w.syncWarp();
                 NVVM::FenceProxyOp::create(
                     b, loc, NVVM::ProxyKind::async_global, nullptr);
               }
-              w.tmaReduceTile(staging, it.bb, q0, it.h);
+              Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
+              // Opaque lane: the staging-row addresses stay in the step
+              // (hoisted, they outlive the reducer's registers and spill).
+              Value lane = w.opaque(rlane);
+              for (int64_t half = 0; half < bm / 32; ++half) {
+                Value row = g.add(lane, g.idx(32 * half));
+                g.when(g.lt(row, qRows), [&] {
+                  Value dst =
+                      w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
+                  Value src =
+                      w.sh(g.add(staging, g.mul(row, g.idx(L.dQRow()))));
+                  w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group."
+                        "add.f32 [$0], [$1], $2;",
+                        {dst, src, w.c32(D * 4)});
+                });
+              }
               NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
               // The staging buffer is free once read.
-              NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
-                                                   b.getUnitAttr());
-            });
-            w.syncWarp();
-            w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
-            if (det) // the adds complete before the row's next rank goes
-              g.when(lane0, [&] {
+              NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+              w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
+              if (det) { // the adds complete before the row's next rank goes
+                // Each lane waits for its own adds and makes them visible at
+                // gpu scope itself (bar.warp.sync's ordering is not part of the
+                // formal memory model), then lane 0 releases the row.
                 NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
                 NVVM::FenceProxyOp::create(
                     b, loc, NVVM::ProxyKind::async_global, nullptr);
-                k.releaseBy(semPtr);
-              });
-            return;
-          }
-          if (det) {
-            semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
-            g.when(lane0, [&] {
-              k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
+                                      "device");
+                w.syncWarp();
+                g.when(lane0, [&] { k.releaseBy(semPtr); });
+              }
             });
-            w.syncWarp();
-            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
-                                       nullptr);
-          }
-          Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
-          // Opaque lane: the staging-row addresses stay in the step (hoisted,
-          // they outlive the reducer's registers and spill).
-          Value lane = w.opaque(rlane);
-          for (int64_t half = 0; half < bm / 32; ++half) {
-            Value row = g.add(lane, g.idx(32 * half));
-            g.when(g.lt(row, qRows), [&] {
-              Value dst =
-                  w.global(kDqAcc, {it.bb, it.h, g.add(q0, row), g.idx(0)});
-              Value src = w.sh(g.add(staging, g.mul(row, g.idx(L.dQRow()))));
-              w.ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group."
-                    "add.f32 [$0], [$1], $2;",
-                    {dst, src, w.c32(D * 4)});
-            });
-          }
-          NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-          // The staging buffer is free once read.
-          NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
-          w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
-          if (det) { // the adds complete before the row's next rank goes
-            // Each lane waits for its own adds and makes them visible at gpu
-            // scope itself (bar.warp.sync's ordering is not part of the
-            // formal memory model), then lane 0 releases the row.
-            NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
-            NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_global,
-                                       nullptr);
-            LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release,
-                                  "device");
-            w.syncWarp();
-            g.when(lane0, [&] { k.releaseBy(semPtr); });
-          }
-        });
       });
     });
     NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
@@ -369,8 +374,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
 
   // ------------------------------------------------------------ MMA threads
   b.setInsertionPointToStart(&roles.getThenRegion().front());
-  NVVM::SetMaxRegisterOp::create(b, loc, b.getI32IntegerAttr(config.mmaRegs),
-                                 NVVM::SetMaxRegisterActionAttr::get(ctx, NVVM::SetMaxRegisterAction::increase));
+  NVVM::SetMaxRegisterOp::create(
+      b, loc, b.getI32IntegerAttr(config.mmaRegs),
+      NVVM::SetMaxRegisterActionAttr::get(
+          ctx, NVVM::SetMaxRegisterAction::increase));
   // Per-thread values (fragment coordinates, swizzled addresses,
   // descriptors) are rebuilt inside every step from an opaque copy of the
   // thread id and of the shared base: otherwise LLVM hoists the dozens of
@@ -694,7 +701,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
 
           // Hand the dQ partial to the reducer (staging buffer of hand-off
           // first + step).
-          Value qbuf = g.rem(g.add(first, step), g.idx(kDqBuffers));
+          Value qbuf = g.rem(g.add(first, step), g.idx(dqBufs));
           w.barSync(bufBarrier(kBarEmpty, qbuf), kSyncThreads);
           Value rowBase = dqByRows ? wgRows : g.idx(0);
           Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
@@ -728,8 +735,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           w.fenceAsyncShared();
           if (tma) // the hand-off's step for the reducer (the stage is ours
                    // until the EMPTY_Q arrival below)
-            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         tid, g.idx(0)),
+            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                         g.idx(0)),
                    [&] {
                      w.storeHandOff(w.i32of(qt), w.handOffSlot(qbuf, 0));
                      if (det)
@@ -804,7 +811,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   });
   // Matches the reducer's last EMPTY arrives (it also orders our exit after
   // the last hand-offs).
-  for (int64_t j = 0; j < kDqBuffers; ++j)
+  for (int64_t j = 0; j < dqBufs; ++j)
     w.barSync(kBarEmpty + kBarBufStride * j, kSyncThreads);
   (void)ctx;
 

@@ -38,7 +38,6 @@ constexpr int kBarMma = 1;   // the 256 MMA threads
 constexpr int kBarEmpty = 2;
 constexpr int kBarFull = 3;
 constexpr int kBarBufStride = 6;
-constexpr int64_t kDqBuffers = 2;
 
 // mbarriers of the TMA kernels (loads=tma), index into SmemLayout::bar:
 // FULL_Q / EMPTY_Q of the two Q/dO/lse/dPsum stages, FULL_KV / EMPTY_KV.
@@ -53,6 +52,8 @@ struct SmemLayout {
   /// dS^T buffers: 1, or 2 (alternating by step: no barrier protects step
   /// n's dS^T stores from step n - 1's dQ reads; ds-buffers=2).
   int64_t dsBufs = 1;
+  /// f32 dQ staging buffers (WgmmaConfig::dqBufs).
+  int64_t dqBufs = 2;
   int64_t panels() const { return d / 64; }
   int64_t kvBytes() const { return kBn * d * 2; }
   int64_t qBytes() const { return bm * d * 2; }
@@ -81,11 +82,12 @@ struct SmemLayout {
               dO(0) % 1024 == 0 && dO(1) % 1024 == 0 && dsT(0) % 1024 == 0 &&
               dsT(dsBufs - 1) % 1024 == 0;
     if (tma) // the TMA's 128-byte alignment of an unswizzled box
-      ok = ok && dQ(0) % 128 == 0 && dQ(1) % 128 == 0 && lse(0) % 128 == 0 &&
-           lse(1) % 128 == 0 && dps(0) % 128 == 0 && dps(1) % 128 == 0;
+      ok = ok && dQ(0) % 128 == 0 && dQ(dqBufs - 1) % 128 == 0 &&
+           lse(0) % 128 == 0 && lse(1) % 128 == 0 && dps(0) % 128 == 0 &&
+           dps(1) % 128 == 0;
     return ok;
   }
-  int64_t lse(int64_t buf) const { return dQ(kDqBuffers) + buf * bm * 4; }
+  int64_t lse(int64_t buf) const { return dQ(dqBufs) + buf * bm * 4; }
   int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
   int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }
   /// TMA kernels: the step in stage `buf` as two i32 (its Q tile index and,
@@ -97,7 +99,7 @@ struct SmemLayout {
   /// copied from the stage by MMA thread 0 before its FULL arrival: the
   /// reducers evaluate no schedule either (their registers are few).
   int64_t handOff(int64_t buf) const { return stepTile(2) + 8 * buf; }
-  int64_t end() const { return tma ? handOff(kDqBuffers) : dps(2); }
+  int64_t end() const { return tma ? handOff(dqBufs) : dps(2); }
 };
 
 /// Builds the kernel body; one instance per kernel.
@@ -114,9 +116,9 @@ struct WgmmaBuilder {
   Value base; // index: 1024-aligned shared address of the buffers
 
   WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
-               bool tma, int64_t dsBufs)
+               const WgmmaConfig &config)
       : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
-        D(d), L{d, bm, tma, dsBufs} {
+        D(d), L{d, bm, config.tma, config.dsBufs, config.dqBufs} {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();

@@ -12,6 +12,12 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=3" 2>&1 | FileCheck %s --check-prefix=DS3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2CPASYNC
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2D64
+// One dQ staging buffer (dq-buffers=1; one reducer warp, constant barrier
+// ids): at D = 64 it makes room for two dS^T buffers. Other counts and
+// cp.async kernels are refused.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=1 ds-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DQ1
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=3" 2>&1 | FileCheck %s --check-prefix=DQ3
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async dq-buffers=1" 2>&1 | FileCheck %s --check-prefix=DQ1CPASYNC
 // setmaxnreg split: mma-regs=240 overrides the deterministic D = 128 default
 // of 232; other counts are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=240" --canonicalize --cse | FileCheck %s --check-prefix=REGS240
@@ -169,6 +175,21 @@
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DS1: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64, ds_buffers = 2 : i64{{.*}}shared_bytes = 199752 : i64
+// DQ1: gpu.func @dash_bwd_main(
+// One barrier between the MMA warpgroups per step (two dS^T buffers).
+// DQ1: scf.for
+// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// DQ1-NOT: ro(%c1_i32, %c256_i32
+// DQ1: scf.yield
+// The MMA side's final wait on the one staging buffer, then one reducer warp.
+// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c2_i32, %c288_i32
+// DQ1-NEXT: } else {
+// DQ1: arith.cmpi slt, %thread_id_x, %c288 : index
+// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c288_i32
+// DQ1: nvvm.cp.async.bulk.tensor.reduce
+// DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2 (got 3)
+// DQ1CPASYNC: error: 'dash.scheduled_attention_bwd' op dq-buffers=1 needs mma=wgmma with loads=tma
 // REGS240: mma_regs = 240 : i64
 // REGS240-DAG: nvvm.setmaxregister  decrease 24
 // REGS240-DAG: nvvm.setmaxregister  increase 240
