@@ -10,7 +10,9 @@ runs after warm-up, the implementations of a cell timed round-robin (one
 call of each per round: drift shifts them alike; rounds ordered so each runs
 after every other equally often, bench/round_order.py), TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
 a bitwise-determinism column for every implementation, workspace bytes and
-peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists).
+peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists);
+its meta names the commit: --commit, $DASH_COMMIT, or else the one
+scripts/aot recorded in the kernels' manifests (bench/source_commit.py).
 
   PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
       [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
@@ -38,6 +40,7 @@ import dash_attn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_results import plot  # noqa: E402  (torch-free, also a CLI)
 from round_order import round_orders  # noqa: E402  (torch-free)
+import source_commit  # noqa: E402  (torch-free)
 
 POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
@@ -212,8 +215,12 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="runs compared bitwise")
     ap.add_argument("--all-policies", action="store_true")
     ap.add_argument("--no-flex", dest="flex", action="store_false")
-    ap.add_argument("--commit", default=os.environ.get("DASH_COMMIT", "unknown"))
+    ap.add_argument("--commit", default=os.environ.get("DASH_COMMIT"),
+                    help="commit to record; default: the kernels' manifests' "
+                         "source_commit (scripts/aot)")
     args = ap.parse_args()
+    if not args.commit:
+        args.commit = source_commit.of_kernel_dir(dash_attn.kernel_dir())
     os.makedirs(args.out, exist_ok=True)
     results = []
     meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
