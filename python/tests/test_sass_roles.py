@@ -1,0 +1,54 @@
+"""scripts/sass_roles.py: the main kernel's local loads/stores split by warp
+role at the setmaxnreg instructions (the AOT report's loud flag is for the
+MMA side)."""
+import glob
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+spec = importlib.util.spec_from_file_location(
+    "sass_roles", os.path.join(ROOT, "scripts", "sass_roles.py"))
+sr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sr)
+
+SASS = """
+        /*0250*/                   STL [R1+0xac], R3 ;
+        /*02e0*/                   USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8 ;
+        /*3fe0*/                   STL [R1+0x6c], R220 ;
+        /*4140*/                   LDL.LU R220, [R1+0x6c] ;
+        /*4150*/                   LDS R4, [R4+0x30840] ;
+        /*c0a0*/                   USETMAXREG.DEALLOC.CTAPOOL 0x28 ;
+        /*c1b0*/                   STL.64 [R1+0x50], R4 ;
+        /*c240*/                   LDL R4, [R1+0xac] ;
+        /*c250*/                   LDL.LU.64 R16, [R1+0x8] ;
+"""
+
+
+def test_counts_by_role():
+    assert sr.classify(SASS) == {"prologue": 1, "mma": 2, "warpgroup2": 3}
+
+
+def test_no_split_no_answer():
+    # a kernel without setmaxnreg (cp.async sync/simt families): unknown
+    assert sr.classify("        /*0250*/ STL [R1+0xac], R3 ;\n") is None
+
+
+def test_missing_tool(tmp_path):
+    assert sr.local_ops(str(tmp_path / "k.cubin"), cuobjdump=str(tmp_path / "none")) is None
+
+
+KERNELS = os.environ.get("DASH_KERNEL_DIR", os.path.join(ROOT, "build", "kernels"))
+
+
+@pytest.mark.skipif(not sr.find_cuobjdump() or not glob.glob(os.path.join(KERNELS, "*.cubin")),
+                    reason="needs cuobjdump and scripts/aot's kernels")
+def test_shipped_kernels_split():
+    # Every WGMMA kernel has the setmaxnreg split, so the AOT report never
+    # falls back to the per-kernel figure for them.
+    cubins = sorted(glob.glob(os.path.join(KERNELS, "*.cubin")))
+    for cubin in cubins[::11]:  # both head dims, masks, det and not
+        roles = sr.local_ops(cubin)
+        assert roles is not None, cubin
+        assert set(roles) == {"prologue", "mma", "warpgroup2"}
