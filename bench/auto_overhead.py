@@ -19,6 +19,7 @@ import dash_attn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from profile_cell import cell_inputs  # noqa: E402
+from round_order import round_orders  # noqa: E402
 
 
 def main():
@@ -43,9 +44,8 @@ def main():
             torch.cuda.synchronize()
             synced = [[], []]
             host = [[], []]
-            for r in range(a.runs):
-                for j in range(2):
-                    i = (j + r) % 2
+            for order in round_orders(2, a.runs):
+                for i in order:
                     st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     st.record()
                     t0 = time.perf_counter()

@@ -2,16 +2,14 @@
 role at the setmaxnreg instructions (the AOT report's loud flag is for the
 MMA side)."""
 import glob
-import importlib.util
 import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location(
-    "sass_roles", os.path.join(ROOT, "scripts", "sass_roles.py"))
-sr = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sr)
+import bench_scripts
+
+ROOT = bench_scripts.ROOT
+sr = bench_scripts.load("sass_roles", "scripts")
 
 SASS = """
         /*0250*/                   STL [R1+0xac], R3 ;

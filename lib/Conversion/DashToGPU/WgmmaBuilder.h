@@ -380,16 +380,21 @@ struct WgmmaBuilder {
   void tmaTile(int i, Value dst, Value bb, Value row0, Value head,
                int64_t rowsTile, Value bar) {
     Value map = tensorMap(i);
-    auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
-    for (int64_t p = 0; p < L.panels(); ++p) {
-      Value to = LLVM::AddrSpaceCastOp::create(
-          b, loc, cluster, sh(g.add(dst, g.idx(p * rowsTile * 128))));
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, loc, to, map,
-          ValueRange{c32(64 * p), i32of(row0), i32of(head), i32of(bb)}, bar,
-          ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
-          /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
-    }
+    for (int64_t p = 0; p < L.panels(); ++p)
+      tmaLoad(map, g.add(dst, g.idx(p * rowsTile * 128)),
+              {c32(64 * p), i32of(row0), i32of(head), i32of(bb)}, bar);
+  }
+  /// One TMA tile load through `map` at i32 `coords` into shared byte
+  /// address `dst`, completing on mbarrier `bar`.
+  void tmaLoad(Value map, Value dst, ValueRange coords, Value bar) {
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, loc,
+        LLVM::AddrSpaceCastOp::create(b, loc,
+                                      LLVM::LLVMPointerType::get(ctx, 7),
+                                      sh(dst)),
+        map, coords, bar, ValueRange{}, Value(), Value(),
+        NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+        NVVM::CTAGroupKindAttr(), Value());
   }
 
   /// TMA reduce-add of the f32 staging tile at `src` (D/8 panels of
@@ -408,12 +413,7 @@ struct WgmmaBuilder {
   /// zeros. Completes on `bar`.
   void tmaRowVector(int i, Value dst, Value bb, Value row0, Value head,
                     Value bar) {
-    auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, loc, LLVM::AddrSpaceCastOp::create(b, loc, cluster, sh(dst)),
-        tensorMap(i), ValueRange{i32of(row0), i32of(head), i32of(bb)}, bar,
-        ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
-        /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
+    tmaLoad(tensorMap(i), dst, {i32of(row0), i32of(head), i32of(bb)}, bar);
   }
   /// Field `field` (0: Q tile index, 1: rank; i32) of stage `stage`'s step.
   Value stepTileSlot(Value stage, int64_t field = 0) {

@@ -79,7 +79,11 @@ mlir::dash::getScheduleProblem(ShapedType q, ShapedType k, Mask mask,
 std::optional<sched::Problem>
 mlir::dash::getScheduleProblem(AttentionBwdOp op, int64_t numUnits, double c,
                                double r) {
-  return getScheduleProblem(op.getQType(), op.getKType(), op.getMask(),
-                            op.getEffectiveAlign(), op.getTilingAttr(),
-                            numUnits, c, r);
+  std::optional<sched::Problem> p = getScheduleProblem(
+      op.getQType(), op.getKType(), op.getMask(), op.getEffectiveAlign(),
+      op.getTilingAttr(), numUnits, c, r);
+  // Non-deterministic adds wait for no rank (as the runtime models them).
+  if (p)
+    p->ordered = op.getDeterministic();
+  return p;
 }

@@ -64,11 +64,8 @@ struct DashSchedulePass
     MLIRContext *ctx = op.getContext();
     std::optional<sched::Problem> problem =
         getScheduleProblem(op, numUnits, computeCost, reduceCost);
-    if (problem) {
+    if (problem)
       problem->persistentLaunch = launch == "persistent";
-      // Non-deterministic adds wait for no rank (as the runtime models them).
-      problem->ordered = op.getDeterministic();
-    }
 
     // Dynamic shapes: record the request; the runtime resolves it with the
     // same model once the sizes are known.

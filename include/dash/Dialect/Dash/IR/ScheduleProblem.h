@@ -32,7 +32,7 @@ std::optional<::dash::sched::Problem>
 getScheduleProblem(ShapedType q, ShapedType k, Mask mask, CausalAlign align,
                    TilingAttr tiling, int64_t numUnits, double c, double r);
 
-/// Same, for a tiled dash.attention_bwd.
+/// Same, for a tiled dash.attention_bwd (ordered as the op is deterministic).
 std::optional<::dash::sched::Problem>
 getScheduleProblem(AttentionBwdOp op, int64_t numUnits, double c, double r);
 
