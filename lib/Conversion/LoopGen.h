@@ -155,26 +155,91 @@ struct LoopGen {
 struct RegionMapping {
   IRMapping operands;
   Value numUnits;
+  /// The integer type the regions' index arithmetic is rebuilt in (see
+  /// inlineScheduleRegion); null keeps index.
+  Type narrow;
 };
 
 /// Clones a schedule region at the insertion point with `args` for its
-/// block arguments and returns the yielded values.
+/// block arguments and returns the yielded values (index).
+///
+/// With `m.narrow` (i32 in the GPU kernels) the region's index arithmetic is
+/// rebuilt in that type: its values are tile, unit and head counts, far below
+/// 2^31 (the runtime checks the bound), and 64-bit division on the GPU is a
+/// subroutine call whose registers warpgroup 2 (24 of them) spills around.
+/// Operands enter through index_cast, results leave sign-extended to index.
 inline SmallVector<Value> inlineScheduleRegion(OpBuilder &b, Region &region,
                                                ValueRange args,
                                                const RegionMapping &m) {
-  IRMapping map = m.operands;
+  Location loc = region.getLoc();
+  Type narrow = m.narrow;
+  IRMapping wide = m.operands, thin;
   Block &block = region.front();
-  map.map(block.getArguments(), args);
+  wide.map(block.getArguments(), args);
+  auto isIndexOrBool = [](Type t) { return t.isIndex() || t.isInteger(1); };
+  auto thinOf = [&](Value v) -> Value {
+    if (Value t = thin.lookupOrNull(v))
+      return t;
+    Value w = wide.lookupOrDefault(v);
+    if (!w.getType().isIndex())
+      return w;
+    Value t = arith::IndexCastOp::create(b, loc, narrow, w);
+    thin.map(v, t);
+    return t;
+  };
+  auto wideOf = [&](Value v) -> Value {
+    if (Value w = wide.lookupOrNull(v))
+      return w;
+    Value t = thin.lookupOrNull(v);
+    if (!t) // defined outside the region
+      return wide.lookupOrDefault(v);
+    Value w = t.getType() == narrow
+                  ? arith::IndexCastOp::create(b, loc, b.getIndexType(), t)
+                  : t;
+    wide.map(v, w);
+    return w;
+  };
   for (Operation &op : block.without_terminator()) {
     if (isa<NumUnitsOp>(op)) {
-      map.map(op.getResult(0), m.numUnits);
+      wide.map(op.getResult(0), m.numUnits);
       continue;
     }
-    b.clone(op, map);
+    bool narrowable =
+        narrow && isa<arith::ArithDialect>(op.getDialect()) &&
+        !isa<arith::IndexCastOp, arith::IndexCastUIOp>(op) &&
+        llvm::all_of(op.getOperandTypes(), isIndexOrBool) &&
+        llvm::all_of(op.getResultTypes(), isIndexOrBool) &&
+        op.getNumRegions() == 0;
+    if (auto c = dyn_cast<arith::ConstantOp>(op); c && narrowable) {
+      // Both forms: memref.dim and friends take the index one.
+      if (auto v = dyn_cast<IntegerAttr>(c.getValue())) {
+        wide.map(c.getResult(), b.clone(op, wide)->getResult(0));
+        thin.map(c.getResult(),
+                 arith::ConstantOp::create(
+                     b, loc, b.getIntegerAttr(narrow, v.getValue().getSExtValue())));
+        continue;
+      }
+      narrowable = false;
+    }
+    if (!narrowable) {
+      for (Value v : op.getOperands())
+        wideOf(v);
+      b.clone(op, wide);
+      continue;
+    }
+    OperationState st(loc, op.getName());
+    for (Value v : op.getOperands())
+      st.addOperands(thinOf(v));
+    for (Type t : op.getResultTypes())
+      st.addTypes(t.isIndex() ? narrow : t);
+    st.addAttributes(op.getAttrs());
+    Operation *n = b.create(st);
+    for (auto [from, to] : llvm::zip(op.getResults(), n->getResults()))
+      thin.map(from, to);
   }
   SmallVector<Value> out;
   for (Value v : cast<YieldOp>(block.getTerminator()).getValues())
-    out.push_back(map.lookupOrDefault(v));
+    out.push_back(wideOf(v));
   return out;
 }
 

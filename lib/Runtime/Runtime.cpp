@@ -497,6 +497,24 @@ sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {
   return p;
 }
 
+// The kernels walk the schedule in 32-bit arithmetic (the schedule regions
+// are narrowed to i32 in convert-dash-to-gpu): its largest values are the
+// work-item count plus two grids, B * Hq * ceil(Sk / bn) + 2 G, and the
+// rounded-up sequence lengths. Empty when they fit.
+std::string walkFitsInt32(const Shape &s, const Manifest &m, int64_t G) {
+  int64_t items;
+  int64_t kvTiles = (s.Sk + m.blockN - 1) / m.blockN;
+  if (__builtin_mul_overflow(s.B * s.Hq, kvTiles, &items) ||
+      items > kInt32Max - 2 * G)
+    return "batch * heads * KV tiles (" + str(s.B) + " * " + str(s.Hq) +
+           " * " + str(kvTiles) + ") + 2 * num_units exceeds the kernels' " +
+           "32-bit schedule walk (2^31-1)";
+  if (std::max(s.Sq + m.blockM, s.Sk + m.blockN) > kInt32Max)
+    return "sequence length + tile exceeds the kernels' 32-bit schedule "
+           "walk (2^31-1)";
+  return "";
+}
+
 std::string legalReason(dash_runtime *rt, const sched::Problem &p,
                         sched::Policy pol) {
   std::string key = problemKey(p) + "|" + sched::policyName(pol);
@@ -589,6 +607,9 @@ dash_status resolvePlan(dash_runtime *rt, const dash_bwd_args *a,
     }
     // Unknown G: check the G-independent rules with G = 1.
     bool gKnown = c.G > 0;
+    if (std::string why = walkFitsInt32(plan.shape, m, gKnown ? c.G : 1);
+        !why.empty())
+      return fail(DASH_ERROR_INVALID_ARGUMENT, why);
     unknownG |= !gKnown;
     sched::Problem p = makeProblem(plan.shape, m, gKnown ? c.G : 1);
     std::string why = legalReason(rt, p, m.policy);

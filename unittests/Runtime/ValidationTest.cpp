@@ -284,6 +284,18 @@ TEST_F(RuntimeTest, IllegalSchedulesAreRefusedWithTheReason) {
   a.policy = DASH_POLICY_SYMMETRIC_SHIFT;
   EXPECT_EQ(check(a), DASH_SUCCESS) << err();
 
+  // The kernels walk the schedule in 32-bit arithmetic: B * Hq * KV tiles
+  // (+ 2 G) must fit it (2^20 * 4 * 512 64-row KV tiles = 2^31 do not).
+  a = makeArgs(int64_t(1) << 20, 1 << 15, 1 << 15, 4, 4, 128);
+  EXPECT_EQ(check(a), DASH_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(err().find("batch * heads * KV tiles (1048576 * 4 * 512) + 2 * "
+                       "num_units exceeds the kernels' 32-bit schedule walk"),
+            std::string::npos)
+      << err();
+  a = makeArgs((int64_t(1) << 20) - 1, 1 << 15, 1 << 15, 4, 4, 128);
+  a.num_units = 1;
+  EXPECT_NE(check(a), DASH_ERROR_INVALID_ARGUMENT) << err();
+
   // shift needs M >= R (Q tiles >= tiles of one head in one wave).
   dash_bwd_args s = makeArgs(1, 64, 1024, 1, 1, 64);
   s.causal = 0;

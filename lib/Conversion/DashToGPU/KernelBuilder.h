@@ -320,6 +320,8 @@ struct Kernel {
     for (auto [i, a] : llvm::enumerate(opArgs))
       map.operands.map(op->getOperand(i), arg(a));
     map.numUnits = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    // 32-bit walk arithmetic (the runtime bounds it: checkWalkFitsInt32).
+    map.narrow = b.getI32Type();
     return map;
   }
   /// The unit's walk as the schedule regions say it: how many items, and

@@ -282,14 +282,29 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
               }
               w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
               if (tma) {
-                auto field = [&](int64_t f) -> Value {
-                  return arith::IndexCastOp::create(
-                      b, loc, b.getIndexType(),
-                      w.loadHandOff(w.handOffSlot(buf, f)));
+                // Lane 0 alone reads the fields (it alone waits, adds and
+                // releases): one shared atomic per field on the ordered
+                // chain instead of a warp's 32.
+                auto fields = scf::IfOp::create(
+                    b, loc, TypeRange{w.i32, w.i32}, lane0, true);
+                {
+                  OpBuilder::InsertionGuard fg(b);
+                  b.setInsertionPointToStart(&fields.getThenRegion().front());
+                  Value r = det ? w.loadHandOff(w.handOffSlot(buf, 1))
+                                : w.c32(0);
+                  scf::YieldOp::create(
+                      b, loc,
+                      ValueRange{w.loadHandOff(w.handOffSlot(buf, 0)), r});
+                  b.setInsertionPointToStart(&fields.getElseRegion().front());
+                  scf::YieldOp::create(b, loc, ValueRange{w.c32(0), w.c32(0)});
+                }
+                auto toIndex = [&](Value v) -> Value {
+                  return arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                                    v);
                 };
-                qt = field(0);
+                qt = toIndex(fields.getResult(0));
                 if (det)
-                  rank = field(1);
+                  rank = toIndex(fields.getResult(1));
               }
               Value semPtr;
               Value q0 = g.mul(qt, g.idx(bm));

@@ -113,9 +113,13 @@
 // CHECK-NOT: arith.divui
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;"
 // CHECK-NOT: arith.divui
+// Lane 0 alone reads the two fields; the other lanes take zeros.
+// CHECK: scf.if %{{.*}} -> (i32, i32)
 // CHECK: llvm.atomicrmw add %{{.*}}, %c0_i32 syncscope("block") monotonic : !llvm.ptr<3>, i32
 // CHECK-NOT: arith.divui
 // CHECK: llvm.atomicrmw add %{{.*}}, %c0_i32 syncscope("block") monotonic : !llvm.ptr<3>, i32
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %c0_i32, %c0_i32
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c0_i32, %{{.*}}, %c0_i32, %{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
@@ -139,7 +143,12 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
-// CHECK: scf.for
+// The walk in 32-bit arithmetic (schedule regions narrowed to i32: no 64-bit
+// division subroutine with 24 registers); descending: nq - 1 - step.
+// CHECK: scf.for %[[STEP:.*]] = %c0 to
+// CHECK-NOT: arith.floordivsi {{.*}} : index
+// CHECK: %[[STEP32:.*]] = arith.index_cast %[[STEP]] : index to i32
+// CHECK-NEXT: arith.subi %{{.*}}, %[[STEP32]] : i32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.cp.async.shared.global
 // The step's Q tile index and rank go into the stage before the arrival (a
