@@ -80,20 +80,27 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "ds-buffers=2 needs mma=wgmma with "
                                  "loads=tma (the cp.async kernels "
                                  "synchronise every step anyway)";
-    if (dqBuffers != 1 && dqBuffers != 2)
-      return op.emitOpError()
-             << "dq-buffers must be 1 or 2 (got " << int64_t(dqBuffers) << ")";
+    if (dqBuffers < 0 || dqBuffers > 2)
+      return op.emitOpError() << "dq-buffers must be 1 or 2, or 0 for the "
+                                 "default (got "
+                              << int64_t(dqBuffers) << ")";
     if (dqBuffers == 1 && !(useWgmma && tma))
       return op.emitOpError() << "dq-buffers=1 needs mma=wgmma with "
                                  "loads=tma";
-    // ds-buffers unset: two for the TMA kernels at D = 128, where they were
-    // measured (+0..3% of cuDNN's throughput, bench/NOTES.md section 10) and
-    // fit; elsewhere one (D = 64's 128-row Q tiles fit two only with one dQ
-    // staging buffer, dq-buffers=1: not measured yet).
+    // Defaults where they were measured (bench/NOTES.md sections 10-11):
+    // D = 128: two dS^T buffers, two dQ staging buffers (+0..3% of cuDNN's
+    // throughput over one dS^T buffer); D = 64 on 128-row Q tiles: one dQ
+    // staging buffer, which frees the 32 KiB of a second dS^T buffer
+    // (FlashAttention-3's hdim-64 form: +1..11%). Elsewhere one dS^T buffer
+    // and two staging buffers.
+    bool tmaWgmma = useWgmma && tma;
+    int64_t dqBufs = dqBuffers;
+    if (dqBufs == 0)
+      dqBufs = tmaWgmma && D == 64 && bm == 128 ? 1 : 2;
     int64_t dsBufs = dsBuffers;
     if (dsBufs == 0)
-      dsBufs = useWgmma && tma && D == 128 &&
-                       wgmmaSharedBytes(D, bm, {tma, 2, 240, dqBuffers}) <=
+      dsBufs = tmaWgmma && (D == 128 || (D == 64 && bm == 128)) &&
+                       wgmmaSharedBytes(D, bm, {tma, 2, 240, dqBufs}) <=
                            kMaxShared
                    ? 2
                    : 1;
@@ -141,7 +148,7 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    WgmmaConfig wgmmaConfig{tma, dsBufs, regs, dqBuffers};
+    WgmmaConfig wgmmaConfig{tma, dsBufs, regs, dqBufs};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -176,7 +183,7 @@ struct ConvertDashToGPUPass
     if (useWgmma) {
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
-      config.append("dq_buffers", b.getI64IntegerAttr(dqBuffers));
+      config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
     }
     // TMA kernels: how the dq_accum tensor map must view the workspace (the
     // staging layout of the dQ reduce-adds; the runtime encodes it).

@@ -5,17 +5,20 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=bulk 2>&1 | FileCheck %s --check-prefix=BADLOADS
 // RUN: not dash-opt %s --dash-tile=kernels=sync --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync loads=tma" 2>&1 | FileCheck %s --check-prefix=NOTWGMMA
 // Two dS^T buffers (alternating by step): one barrier between the
-// warpgroups per step; only D = 128 fits, where they are the default; TMA
-// kernels only. ds-buffers=1 keeps the barrier before the dS^T stores.
+// warpgroups per step; the default at D = 128, and at D = 64 with one dQ
+// staging buffer (not with two: too big); TMA kernels only. ds-buffers=1
+// keeps the barrier before the dS^T stores.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=DS1
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma ds-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DS2
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=3" 2>&1 | FileCheck %s --check-prefix=DS3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2CPASYNC
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2D64
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=2 ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2D64
 // One dQ staging buffer (dq-buffers=1; one reducer warp, constant barrier
-// ids): at D = 64 it makes room for two dS^T buffers. Other counts and
+// ids): at D = 64 it makes room for two dS^T buffers, the default there.
+// dq-buffers=2 at D = 64 falls back to one dS^T buffer. Other counts and
 // cp.async kernels are refused.
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=1 ds-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DQ1
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DQ1
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DQ2D64
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=3" 2>&1 | FileCheck %s --check-prefix=DQ3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async dq-buffers=1" 2>&1 | FileCheck %s --check-prefix=DQ1CPASYNC
 // setmaxnreg split: mma-regs=240 overrides the deterministic D = 128 default
@@ -197,7 +200,8 @@
 // DQ1: arith.cmpi slt, %thread_id_x, %c288 : index
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c288_i32
 // DQ1: nvvm.cp.async.bulk.tensor.reduce
-// DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2 (got 3)
+// DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64, ds_buffers = 1 : i64{{.*}}shared_bytes = 199760 : i64
+// DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2, or 0 for the default (got 3)
 // DQ1CPASYNC: error: 'dash.scheduled_attention_bwd' op dq-buffers=1 needs mma=wgmma with loads=tma
 // REGS240: mma_regs = 240 : i64
 // REGS240-DAG: nvvm.setmaxregister  decrease 24
