@@ -29,9 +29,11 @@
 //    5-D tensor reduce-add of the whole tile from lane 0; cp.async kernels:
 //    one `cp.reduce.async.bulk ... add.f32` per row from every lane), frees
 //    the buffer once the copies have read it, waits for the adds to complete
-//    and releases the row. Named barriers hand the staging buffer between the
-//    two sides (FULL: MMA -> reducer, EMPTY: reducer -> MMA), so the rank waits
-//    overlap the next steps' products, two rows at a time.
+//    and releases the row. Named barriers, one pair per warpgroup's part of
+//    each buffer, hand the staging buffer between the two sides (FULL: MMA ->
+//    reducer, EMPTY: reducer -> MMA), so the rank waits overlap the next
+//    steps' products, two rows at a time (d = 64: one buffer, one row), and
+//    a warpgroup does not wait for the other to hand its part over.
 //
 // Shared layouts (bf16, 1024-byte aligned): a [rows][D] tile is stored as
 // D/64 panels of [rows][64]; row r of a panel is 128 bytes whose 16-byte
@@ -115,13 +117,18 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           scf::YieldOp::create(b, loc, g.add(count[0], item4.len));
         });
   };
-  // Barrier ids of dQ staging buffer `buf` (index).
-  auto bufBarrier = [&](int base, Value buf) {
+  // Barrier ids of warpgroup `wg`'s part of dQ staging buffer `buf`
+  // (indices).
+  auto bufBarrier = [&](int base, Value buf, Value wg) {
+    auto i32of = [&](Value v) {
+      return arith::IndexCastOp::create(b, loc, w.i32, v);
+    };
     return arith::AddIOp::create(
         b, loc, w.c32(base),
-        arith::MulIOp::create(
-            b, loc, arith::IndexCastOp::create(b, loc, w.i32, buf),
-            w.c32(kBarBufStride)));
+        arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, i32of(buf),
+                                          w.c32(kBarBufStride)),
+            arith::MulIOp::create(b, loc, i32of(wg), w.c32(kBarWgStride))));
   };
   auto visit = [&](const Item &it, Value step) {
     return inlineScheduleRegion(b, op.getVisit(), {it.bb, it.h, it.kv, step},
@@ -265,7 +272,15 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                           w.tensorMap(kTensorMapDqAcc),
                                           w.c32(128));
       });
-    w.barArrive(bufBarrier(kBarEmpty, mine), kSyncThreads); // starts free
+    // Both warpgroups' parts start free; the reducer waits for both parts
+    // of a hand-off and frees both.
+    auto bothParts = [&](function_ref<void(Value)> f) {
+      for (int64_t part = 0; part < 2; ++part)
+        f(g.idx(part));
+    };
+    bothParts([&](Value wgPart) {
+      w.barArrive(bufBarrier(kBarEmpty, mine, wgPart), kHandOffThreads);
+    });
     forItems([&](const Item &it, Value first) {
       g.loop(it.len, [&](Value step) {
         Value buf = g.rem(g.add(first, step), g.idx(dqBufs));
@@ -280,7 +295,9 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 if (det)
                   rank = rankOf(it, qt);
               }
-              w.barSync(bufBarrier(kBarFull, buf), kSyncThreads);
+              bothParts([&](Value wgPart) {
+                w.barSync(bufBarrier(kBarFull, buf, wgPart), kHandOffThreads);
+              });
               if (tma) {
                 // Lane 0 alone reads the fields (it alone waits, adds and
                 // releases): one shared atomic per field on the ordered
@@ -330,7 +347,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                                        b.getUnitAttr());
                 });
                 w.syncWarp();
-                w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
+                bothParts([&](Value wgPart) {
+                  w.barArrive(bufBarrier(kBarEmpty, buf, wgPart),
+                              kHandOffThreads);
+                });
                 if (det) // the adds complete before the row's next rank goes
                   g.when(lane0, [&] {
                     NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
@@ -368,7 +388,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
               NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
               // The staging buffer is free once read.
               NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
-              w.barArrive(bufBarrier(kBarEmpty, buf), kSyncThreads);
+              bothParts([&](Value wgPart) {
+                w.barArrive(bufBarrier(kBarEmpty, buf, wgPart),
+                            kHandOffThreads);
+              });
               if (det) { // the adds complete before the row's next rank goes
                 // Each lane waits for its own adds and makes them visible at
                 // gpu scope itself (bar.warp.sync's ordering is not part of the
@@ -717,7 +740,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // Hand the dQ partial to the reducer (staging buffer of hand-off
           // first + step).
           Value qbuf = g.rem(g.add(first, step), g.idx(dqBufs));
-          w.barSync(bufBarrier(kBarEmpty, qbuf), kSyncThreads);
+          w.barSync(bufBarrier(kBarEmpty, qbuf, wg), kHandOffThreads);
           Value rowBase = dqByRows ? wgRows : g.idx(0);
           Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
           Value staging =
@@ -760,7 +783,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                                 w.stepTileSlot(buf, 1), 4),
                            w.handOffSlot(qbuf, 1));
                    });
-          w.barArrive(bufBarrier(kBarFull, qbuf), kSyncThreads);
+          w.barArrive(bufBarrier(kBarFull, qbuf, wg), kHandOffThreads);
           // dK done before the step ends: its B is this step's Q buffer,
           // which the producer refills once every MMA thread has arrived on
           // the stage's EMPTY mbarrier below (cp.async kernels: the next
@@ -827,7 +850,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // Matches the reducer's last EMPTY arrives (it also orders our exit after
   // the last hand-offs).
   for (int64_t j = 0; j < dqBufs; ++j)
-    w.barSync(kBarEmpty + kBarBufStride * j, kSyncThreads);
+    w.barSync(bufBarrier(kBarEmpty, g.idx(j), g.div(tidMma, g.idx(128))),
+              kHandOffThreads);
   (void)ctx;
 
   b.setInsertionPointAfter(roles);

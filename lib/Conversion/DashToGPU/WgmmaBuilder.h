@@ -18,7 +18,8 @@
 namespace mlir::dash::detail::wgmma {
 constexpr int64_t kBn = 128; // KV tile rows (two warpgroups x 64)
 constexpr int64_t kMmaThreads = 256;
-constexpr int64_t kSyncThreads = kMmaThreads + 32; // MMA + one reducer warp
+// One MMA warpgroup + one reducer warp: the hand-off barriers.
+constexpr int64_t kHandOffThreads = 128 + 32;
 constexpr int64_t kProducerWarp = 10; // loads=tma: after the two reducers
 static_assert(32 * kProducerWarp == kMmaThreads + 32 * 2,
               "the producer is the warp after the two dQ reducer warps");
@@ -33,11 +34,16 @@ constexpr int64_t kAlign = 1024; // swizzle atom: 8 rows x 128 B
 
 // Named barriers (0 is __syncthreads).
 constexpr int kBarMma = 1;   // the 256 MMA threads
-// dQ staging buffer j (double-buffered): EMPTY (reducer -> MMA: free) and
-// FULL (MMA -> reducer: holds a tile) are barriers 2 + 6j and 3 + 6j.
+// dQ staging buffer j, warpgroup w's part of it: EMPTY (reducer -> MMA:
+// free) and FULL (MMA -> reducer: holds the part) are barriers
+// 2 + 6j + 2w and 3 + 6j + 2w. Per warpgroup, so a warpgroup hands its part
+// over without waiting for the other (they meet once per step, at dS^T).
 constexpr int kBarEmpty = 2;
 constexpr int kBarFull = 3;
+constexpr int kBarWgStride = 2;
 constexpr int kBarBufStride = 6;
+static_assert(kBarFull + kBarBufStride + kBarWgStride < 16,
+              "16 named barriers");
 
 // mbarriers of the TMA kernels (loads=tma), index into SmemLayout::bar:
 // FULL_Q / EMPTY_Q of the two Q/dO/lse/dPsum stages, FULL_KV / EMPTY_KV.

@@ -130,7 +130,8 @@
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.bar.warp.sync
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;"
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
 // CHECK-NEXT: scf.if
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
@@ -194,11 +195,14 @@
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DQ1-NOT: ro(%c1_i32, %c256_i32
 // DQ1: scf.yield
-// The MMA side's final wait on the one staging buffer, then one reducer warp.
-// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c2_i32, %c288_i32
+// The MMA side's final wait on its part of the one staging buffer, then one
+// reducer warp, which waits for both parts (FULL barriers 3 and 5, constant
+// ids) and frees both (EMPTY 2 and 4).
+// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c160_i32
 // DQ1-NEXT: } else {
 // DQ1: arith.cmpi slt, %thread_id_x, %c288 : index
-// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c288_i32
+// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c160_i32
+// DQ1-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
 // DQ1: nvvm.cp.async.bulk.tensor.reduce
 // DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64, ds_buffers = 1 : i64{{.*}}shared_bytes = 199760 : i64
 // DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2, or 0 for the default (got 3)

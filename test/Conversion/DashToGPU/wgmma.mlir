@@ -75,13 +75,14 @@
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {$0, {{.*}}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
-// Staging buffer j = hand-off % 2 free (EMPTY, barrier 2 + 6j) -> store the
-// partial -> FULL (barrier 3 + 6j).
+// Warpgroup w's part of staging buffer j = hand-off % 2 free (EMPTY, barrier
+// 2 + 6j + 2w: this warpgroup and the reducer, 160 threads) -> store the
+// partial -> FULL (barrier 3 + 6j + 2w).
 // Staging rows are D x 4 + 32 = 544 B apart (half-warp stores conflict-free).
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c160_i32
 // CHECK: arith.muli %{{.*}}, %c544 : index
 // CHECK: llvm.store %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // The item's epilogue: without GQA (H == H_kv) dV and scale * dK go to dv/dk
 // as bf16 pairs (no f32 workspace); with GQA to the per-query-head f32
@@ -94,9 +95,13 @@
 // CHECK: } else {
 // CHECK: vector.store %{{.*}}, %arg11[{{.*}}] : memref<?x?x?x128xf32>, vector<2xf32>
 // CHECK: vector.store %{{.*}}, %arg10[{{.*}}] : memref<?x?x?x128xf32>, vector<2xf32>
-// After the walks: the reducer's last EMPTY arrives of both buffers.
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c2_i32, %c288_i32
-// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c8_i32, %c288_i32
+// After the walks: the reducer's last EMPTY arrives of both buffers
+// (barriers 2 + 2w and 8 + 2w).
+// CHECK: %[[WG2:.*]] = arith.muli %{{.*}}, %c2_i32 : i32
+// CHECK-NEXT: %[[E0:.*]] = arith.addi %[[WG2]], %c2_i32 : i32
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%[[E0]], %c160_i32
+// CHECK-NEXT: %[[E1:.*]] = arith.addi %[[WG2]], %c8_i32 : i32
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%[[E1]], %c160_i32
 // The reducers: 24 registers; warps 8 and 9 (threads 256..319), warp j owns
 // staging buffer j, which starts free. Per hand-off of its parity: FULL, the
 // rank wait, one bulk add per staging row, EMPTY once the copies have read
@@ -105,17 +110,21 @@
 // CHECK-NEXT: nvvm.setmaxregister  decrease 24
 // CHECK-NEXT: %[[REDUCER:.*]] = arith.cmpi slt, %thread_id_x, %c320 : index
 // CHECK-NEXT: scf.if %[[REDUCER]] {
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// Both warpgroups' parts start free; FULL of both parts before the adds.
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
 // CHECK: %[[MINE:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
 // CHECK-NEXT: scf.if %[[MINE]] {
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c288_i32
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c160_i32
+// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c160_i32
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
 // CHECK: nvvm.bar.warp.sync
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c512_i32
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
-// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c288_i32
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
 // Then every lane waits for its adds and fences them at gpu scope itself
 // (bar.warp.sync orders the lanes only informally), and lane 0 releases the
 // row.
