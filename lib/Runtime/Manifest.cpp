@@ -261,6 +261,17 @@ std::string parseManifest(const std::string &text, const std::string &path,
         return "field \"model.tie\" must be a number in [0, 0.5)";
       m.modelTie = tie->number;
     }
+    if (const json::Value *st = model->get("staging")) {
+      if (!st->isNumber() || !(st->number >= 0) || st->number > 8 ||
+          st->number != static_cast<double>(static_cast<int64_t>(st->number)))
+        return "field \"model.staging\" must be an integer in [0, 8]";
+      m.modelStaging = static_cast<int64_t>(st->number);
+    }
+    if (const json::Value *rf = model->get("read_fraction")) {
+      if (!rf->isNumber() || !(rf->number > 0) || rf->number > 1)
+        return "field \"model.read_fraction\" must be a number in (0, 1]";
+      m.modelReadFraction = rf->number;
+    }
   }
   return "";
 }

@@ -493,6 +493,8 @@ sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {
     p.c = m.modelC;
     p.r = m.modelR;
     p.tieTolerance = m.modelTie;
+    p.stagingBuffers = m.modelStaging;
+    p.readFraction = m.modelReadFraction;
   }
   return p;
 }

@@ -34,52 +34,79 @@ struct Later {
     return x.time != y.time ? x.time > y.time : x.seq > y.seq;
   }
 };
-struct Task {
-  int64_t row;  // hb * M + q
-  int64_t slot; // hb * tasksPerHead + prefix[q] + rank
-  int64_t rank;
-};
 struct SmState {
   int64_t cta = -1;
   int64_t next = 0, end = 0; // task range [next, end) left in the CTA
 };
 } // namespace
 
-EngineResult runEngine(const Problem &p, Policy policy,
+FlatTasks flattenTasks(const Problem &p, Policy policy,
                        const std::vector<std::vector<WorkItem>> &ctas,
-                       int64_t sms, Trace *trace) {
-  EngineResult res;
+                       Trace *trace) {
+  FlatTasks out;
   const int64_t m = p.numQTiles();
-  const int64_t numCtas = static_cast<int64_t>(ctas.size());
-  res.ctaLane.assign(ctas.size(), -1);
-
   // Row geometry: prefix[q] = tasks of one head on rows < q.
   std::vector<int64_t> prefix(static_cast<size_t>(m) + 1, 0);
   for (int64_t q = 0; q < m; ++q)
     prefix[q + 1] = prefix[q] + coveringCount(p, q);
-  const int64_t perHead = prefix[m];
-
-  // Flatten tasks in launch-list order; ctaBase[k] = first task of CTA k.
-  std::vector<Task> tasks;
-  std::vector<int64_t> ctaBase(ctas.size() + 1, 0);
-  for (int64_t k = 0; k < numCtas; ++k) {
-    ctaBase[k] = static_cast<int64_t>(tasks.size());
-    double work = 0;
+  out.perHead = prefix[m];
+  out.ctaBase.assign(ctas.size() + 1, 0);
+  for (size_t k = 0; k < ctas.size(); ++k) {
+    out.ctaBase[k] = static_cast<int64_t>(out.tasks.size());
     for (const WorkItem &it : ctas[k]) {
       int64_t hb = it.h + p.headsQ * it.b;
       for (int64_t q : it.qTiles) {
         int64_t rk = rankOf(p, policy, it.b, it.h, it.kvTile, q);
-        tasks.push_back({hb * m + q, hb * perHead + prefix[q] + rk, rk});
+        out.tasks.push_back({hb * m + q, hb * out.perHead + prefix[q] + rk, rk});
         if (trace)
-          trace->tasks.push_back(
-              {-1, k, it.b, it.h, it.kvTile, q, rk, 0, 0, 0, 0});
+          trace->tasks.push_back({-1, static_cast<int64_t>(k), it.b, it.h,
+                                  it.kvTile, q, rk, 0, 0, 0, 0});
       }
-      work += static_cast<double>(it.qTiles.size()) * (p.c + p.r);
     }
-    res.maxCtaWork = std::max(res.maxCtaWork, work);
+    out.maxCtaTasks =
+        std::max(out.maxCtaTasks,
+                 static_cast<int64_t>(out.tasks.size()) - out.ctaBase[k]);
   }
-  ctaBase[numCtas] = static_cast<int64_t>(tasks.size());
+  out.ctaBase[ctas.size()] = static_cast<int64_t>(out.tasks.size());
+  return out;
+}
+
+void finishRun(EngineResult &res, int64_t done, int64_t total, int64_t sms,
+               Trace *trace) {
+  if (done < total && res.note.empty()) {
+    res.deadlock = true;
+    res.makespan = std::numeric_limits<double>::infinity();
+    res.note = "deadlock: " + std::to_string(total - done) + " of " +
+               std::to_string(total) + " tasks never reduce";
+    for (size_t k = 0; k < res.ctaLane.size(); ++k)
+      if (res.ctaLane[k] < 0) {
+        res.note += "; CTA " + std::to_string(k) + " never got an SM";
+        break;
+      }
+  }
+  if (trace) {
+    trace->lanes = sms;
+    trace->ctaLane = res.ctaLane;
+    trace->laneOrder = res.laneOrder;
+    trace->events = res.events;
+  }
+}
+
+EngineResult runEngine(const Problem &p, Policy policy,
+                       const std::vector<std::vector<WorkItem>> &ctas,
+                       int64_t sms, Trace *trace) {
+  if (p.stagingBuffers > 0)
+    return runStagedEngine(p, policy, ctas, sms, trace);
+  EngineResult res;
+  const int64_t m = p.numQTiles();
+  const int64_t numCtas = static_cast<int64_t>(ctas.size());
+  res.ctaLane.assign(ctas.size(), -1);
+  const FlatTasks flat = flattenTasks(p, policy, ctas, trace);
+  const std::vector<FlatTask> &tasks = flat.tasks;
+  const std::vector<int64_t> &ctaBase = flat.ctaBase;
+  const int64_t perHead = flat.perHead;
   const int64_t total = static_cast<int64_t>(tasks.size());
+  res.maxCtaWork = static_cast<double>(flat.maxCtaTasks) * (p.c + p.r);
   res.busy = static_cast<double>(total) * (p.c + p.r);
 
   std::vector<int64_t> sem(static_cast<size_t>(p.numHeadSlots() * m), 0);
@@ -136,7 +163,7 @@ EngineResult runEngine(const Problem &p, Policy policy,
     heap.pop();
     ++res.events;
     int64_t s = ev.sm;
-    const Task &t = tasks[sm[s].next];
+    const FlatTask &t = tasks[sm[s].next];
     if (!ev.reduceDone) {
       if (trace)
         trace->tasks[sm[s].next].computeEnd = ev.time;
@@ -165,23 +192,7 @@ EngineResult runEngine(const Problem &p, Policy policy,
     advance(s, ev.time);
   }
 
-  if (done < total && res.note.empty()) {
-    res.deadlock = true;
-    res.makespan = std::numeric_limits<double>::infinity();
-    res.note = "deadlock: " + std::to_string(total - done) + " of " +
-               std::to_string(total) + " tasks never reduce";
-    for (int64_t k = 0; k < numCtas; ++k)
-      if (res.ctaLane[k] < 0) {
-        res.note += "; CTA " + std::to_string(k) + " never got an SM";
-        break;
-      }
-  }
-  if (trace) {
-    trace->lanes = sms;
-    trace->ctaLane = res.ctaLane;
-    trace->laneOrder = res.laneOrder;
-    trace->events = res.events;
-  }
+  finishRun(res, done, total, sms, trace);
   return res;
 }
 

@@ -32,10 +32,35 @@ struct EngineResult {
 /// Tasks above which simulate() refuses (memory is a few words per task).
 constexpr int64_t kMaxSimulatedTasks = int64_t(1) << 26;
 
+/// A task of the flattened launch list: its dQ row (hb * M + q), its
+/// (row, rank) slot (hb * tasksPerHead + prefix[q] + rank) and rank.
+struct FlatTask {
+  int64_t row, slot, rank;
+};
+struct FlatTasks {
+  std::vector<FlatTask> tasks;  // launch-list order
+  std::vector<int64_t> ctaBase; // first task of each CTA, + total
+  int64_t perHead = 0;          // tasks of one head
+  int64_t maxCtaTasks = 0;
+};
+/// Flattens `ctas` (and starts the trace's task list).
+FlatTasks flattenTasks(const Problem &, Policy,
+                       const std::vector<std::vector<WorkItem>> &ctas,
+                       Trace *trace);
+/// Deadlock verdict (`done` of `total` tasks reduced) and the trace's tail.
+void finishRun(EngineResult &res, int64_t done, int64_t total, int64_t sms,
+               Trace *trace);
+
 /// Runs `ctas` (launch order) on `sms` SMs. `trace` may be null.
 EngineResult runEngine(const Problem &, Policy,
                        const std::vector<std::vector<WorkItem>> &ctas,
                        int64_t sms, Trace *trace);
+
+/// The same with Problem::stagingBuffers > 0 (runEngine dispatches to it):
+/// compute and reduces overlap through the staging buffers.
+EngineResult runStagedEngine(const Problem &, Policy,
+                             const std::vector<std::vector<WorkItem>> &ctas,
+                             int64_t sms, Trace *trace);
 
 /// Shape requirements of a concrete policy ("" if met); no permutation or
 /// deadlock check.

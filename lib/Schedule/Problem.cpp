@@ -71,6 +71,12 @@ std::string validate(const Problem &p) {
     return "c (compute cost per task) must be in (0, 1e12]";
   if (!std::isfinite(p.r) || p.r < 0 || p.r > 1e12)
     return "r (reduce cost per task) must be in [0, 1e12]";
+  if (p.stagingBuffers < 0 || p.stagingBuffers > 8)
+    return "staging buffers must be in [0, 8], got " +
+           std::to_string(p.stagingBuffers);
+  if (!std::isfinite(p.readFraction) || p.readFraction <= 0 ||
+      p.readFraction > 1)
+    return "read fraction must be in (0, 1]";
   // Tile ids are int64 everywhere; the DAG is bounded separately by callers.
   if (p.numHeadSlots() > kMax)
     return "batch * heads must be at most 2^31";

@@ -64,6 +64,8 @@ std::string problemJson(const Problem &p) {
   s += ",\"sms\":" + std::to_string(p.numUnits);
   s += ",\"resident_sms\":" + std::to_string(p.numSMs());
   s += ",\"c\":" + numText(p.c) + ",\"r\":" + numText(p.r);
+  s += ",\"staging_buffers\":" + std::to_string(p.stagingBuffers) +
+       ",\"read_fraction\":" + numText(p.readFraction);
   s += ",\"q_tiles\":" + std::to_string(p.numQTiles());
   s += ",\"kv_tiles\":" + std::to_string(p.numKVTiles());
   s += ",\"tasks\":" + std::to_string(p.numHeadSlots() * tasksPerHead(p));

@@ -50,7 +50,9 @@ ModelResult simulate(const Problem &p, Policy policy, Trace *trace) {
           : 0.0;
   // The DAG over the simulated SM lanes, evaluated on its own: equal to the
   // makespan unless the event loop is wrong (the gtests check it).
-  if (!p.ordered) { // no rank edges: the DAG is the lanes alone
+  // No rank edges (the DAG is the lanes alone), or the staged model, whose
+  // overlapped compute and reduces the serial task DAG does not describe.
+  if (!p.ordered || p.stagingBuffers > 0) {
     out.criticalPath = run.makespan;
     return out;
   }

@@ -172,6 +172,12 @@ TEST(Manifest, MalformedFieldsAreNamed) {
        "\"model.tie\" must be a number in [0, 0.5)"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"model\": {\"c\": 1, \"r\": 1, \"tie\": \"x\"}"),
        "\"model.tie\""},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"model\": {\"c\": 1, \"r\": 1, \"staging\": 1.5}"),
+       "\"model.staging\" must be an integer in [0, 8]"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"model\": {\"c\": 1, \"r\": 1, \"staging\": 9}"),
+       "\"model.staging\" must be an integer in [0, 8]"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"model\": {\"c\": 1, \"r\": 1, \"read_fraction\": 0}"),
+       "\"model.read_fraction\" must be a number in (0, 1]"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dkdv_direct\": 1"),
        "\"dkdv_direct\" must be true or false"},
       {withTensorMaps(good, "i64", 2), "\"tensor_maps\" must have rank 1"},
@@ -200,6 +206,16 @@ TEST(Manifest, ModelCalibration) {
   ASSERT_EQ(err, "");
   EXPECT_DOUBLE_EQ(m.modelR, 1.0);
   EXPECT_DOUBLE_EQ(m.modelTie, 0.01);
+  EXPECT_EQ(m.modelStaging, 0); // serial model when absent
+  Manifest staged;
+  ASSERT_EQ(parseManifest(replaced(good, "\"threads\": 256",
+                                   "\"threads\": 256, \"model\": {\"c\": 1.0, "
+                                   "\"r\": 1.0, \"staging\": 2, "
+                                   "\"read_fraction\": 0.25}"),
+                          "x.json", staged),
+            "");
+  EXPECT_EQ(staged.modelStaging, 2);
+  EXPECT_DOUBLE_EQ(staged.modelReadFraction, 0.25);
   Manifest plain;
   ASSERT_EQ(parseManifest(good, "x.json", plain), "");
   EXPECT_DOUBLE_EQ(plain.modelTie, 1e-9);

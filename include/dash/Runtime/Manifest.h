@@ -85,6 +85,10 @@ struct Manifest {
   /// the schedule library's defaults.
   double modelC = 0, modelR = 0;
   double modelTie = 1e-9; // optional model.tie: choose()'s relative tie gap
+  /// Optional model.staging / model.read_fraction: the staged model (the
+  /// kernel's dQ staging buffers; Problem::stagingBuffers), 0 = serial.
+  int64_t modelStaging = 0;
+  double modelReadFraction = 0.5;
 
   /// "d128 bf16 causal bottom_right descending det" (for messages).
   std::string configString() const;

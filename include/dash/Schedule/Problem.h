@@ -56,6 +56,14 @@ struct Problem {
   /// reduce waits for the previous rank's); non-deterministic ones add them
   /// as they come, so only the units' loads matter.
   bool ordered = true;
+  /// dQ staging buffers per unit, as the WGMMA kernels overlap the adds with
+  /// the next tasks' products: 0 = the paper's serial model (a unit's reduce
+  /// follows its compute, c + r per task, waiting for its rank in between);
+  /// B >= 1 = a unit computes on while up to B hand-offs wait for their
+  /// reducers (one per buffer), a buffer being free again readFraction * r
+  /// after its reduce starts (the bulk add has read it). See EngineStaged.cpp.
+  int64_t stagingBuffers = 0;
+  double readFraction = 0.5;
 
   int64_t numQTiles() const;  // M = ceil(seqQ / blockM)
   int64_t numKVTiles() const; // N = ceil(seqK / blockN)
