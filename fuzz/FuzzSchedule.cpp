@@ -41,12 +41,13 @@ constexpr int64_t kMaxTasks = 20000;
                "dash-fuzz-schedule: %s (%s)\n  policy=%s batch=%lld heads=%lld "
                "heads-kv=%lld seqlen=%lld seqlen-k=%lld hdim=%lld block-m=%lld "
                "block-n=%lld mask=%s align=%s sms=%lld resident-sms=%lld "
-               "c=%g r=%g\n",
+               "c=%g r=%g staging=%lld read-fraction=%g\n",
                what, detail.c_str(), policyName(pol), (long long)p.batch,
                (long long)p.headsQ, (long long)p.headsKV, (long long)p.seqQ,
                (long long)p.seqK, (long long)p.headDim, (long long)p.blockM,
                (long long)p.blockN, maskName(p.mask), alignName(p.align),
-               (long long)p.numUnits, (long long)p.residentUnits, p.c, p.r);
+               (long long)p.numUnits, (long long)p.residentUnits, p.c, p.r,
+               (long long)p.stagingBuffers, p.readFraction);
   std::abort();
 }
 
@@ -204,6 +205,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Last, so older corpus inputs decode as before: DASH's kernels' launch
   // model (every policy as a persistent grid).
   p.persistentLaunch = fdp.ConsumeBool();
+  // After that, for the same reason: the staged model (EngineStaged.cpp),
+  // sometimes out of range so validate() refuses it.
+  if (fdp.remaining_bytes() > 0) {
+    p.stagingBuffers = fdp.ConsumeIntegralInRange<int>(0, 15) == 0
+                           ? fdp.ConsumeIntegralInRange<int64_t>(-2, 12)
+                           : fdp.ConsumeIntegralInRange<int64_t>(0, 3);
+    static const double kFractions[] = {0.25, 0.5, 1.0, 0.0, 1.5};
+    p.readFraction = fdp.PickValueInArray(kFractions);
+  }
 
   if (p.numUnits > (int64_t(1) << 16) && p.numUnits <= (int64_t(1) << 31))
     p.numUnits = int64_t(1) << 16; // engine-huge-grid, see above
