@@ -44,9 +44,11 @@ ModelResult simulate(const Problem &p, Policy policy, Trace *trace) {
   if (run.deadlock || !run.note.empty())
     return out;
   out.makespan = run.makespan;
+  // Clamped: a fully busy SM set rounds to -1e-16 ("-0.0%" in the table).
   out.idleFraction =
       run.makespan > 0
-          ? 1.0 - run.busy / (run.makespan * static_cast<double>(sms))
+          ? std::max(0.0, 1.0 - run.busy / (run.makespan *
+                                            static_cast<double>(sms)))
           : 0.0;
   // The DAG over the simulated SM lanes, evaluated on its own: equal to the
   // makespan unless the event loop is wrong (the gtests check it).
