@@ -171,10 +171,10 @@ struct RegionMapping {
 inline SmallVector<Value> inlineScheduleRegion(OpBuilder &b, Region &region,
                                                ValueRange args,
                                                const RegionMapping &m) {
-  Location loc = region.getLoc();
   Type narrow = m.narrow;
   IRMapping wide = m.operands, thin;
   Block &block = region.front();
+  Location loc = block.getTerminator()->getLoc();
   wide.map(block.getArguments(), args);
   auto isIndexOrBool = [](Type t) { return t.isIndex() || t.isInteger(1); };
   auto thinOf = [&](Value v) -> Value {
@@ -211,8 +211,10 @@ inline SmallVector<Value> inlineScheduleRegion(OpBuilder &b, Region &region,
         llvm::all_of(op.getResultTypes(), isIndexOrBool) &&
         op.getNumRegions() == 0;
     if (auto c = dyn_cast<arith::ConstantOp>(op); c && narrowable) {
-      // Both forms: memref.dim and friends take the index one.
-      if (auto v = dyn_cast<IntegerAttr>(c.getValue())) {
+      // Index constants in both forms (memref.dim and friends take the
+      // index one); i1 constants stay i1 (cloned below).
+      auto v = dyn_cast<IntegerAttr>(c.getValue());
+      if (v && c.getType().isIndex()) {
         wide.map(c.getResult(), b.clone(op, wide)->getResult(0));
         thin.map(c.getResult(),
                  arith::ConstantOp::create(

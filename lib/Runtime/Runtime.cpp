@@ -470,7 +470,9 @@ std::string problemKey(const sched::Problem &p) {
                 (long long)p.blockM, (long long)p.blockN, int(p.mask),
                 int(p.align), (long long)p.numUnits, p.c, p.r);
   return buf + std::string(p.persistentLaunch ? "/P" : "/L") +
-         (p.ordered ? "/O/" : "/U/") + std::to_string(p.tieTolerance);
+         (p.ordered ? "/O/" : "/U/") + std::to_string(p.tieTolerance) + "/S" +
+         std::to_string(p.stagingBuffers) + "/" +
+         std::to_string(p.readFraction);
 }
 
 sched::Problem makeProblem(const Shape &s, const Manifest &m, int64_t G) {

@@ -72,8 +72,9 @@ double criticalPath(const Problem &p, Policy policy) {
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::optional<double> closedForm(const Problem &p, Policy policy) {
-  // The closed forms are for the ordered (deterministic) adds.
-  if (!validate(p).empty() || !p.ordered)
+  // The closed forms are for the ordered (deterministic) adds of the serial
+  // model.
+  if (!validate(p).empty() || !p.ordered || p.stagingBuffers > 0)
     return std::nullopt;
   policy = resolvePolicy(p, policy);
   if (!checkLegal(p, policy).legal || p.numSMs() != p.numUnits)

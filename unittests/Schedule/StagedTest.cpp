@@ -111,6 +111,15 @@ TEST(Staged, ShiftBeatsAscendingOnAFullMaskWhenReducesAreLong) {
   EXPECT_LT(shift, asc);
 }
 
+// The closed forms describe the serial model: none for the staged one (the
+// report would print them beside a staged makespan).
+TEST(Staged, NoClosedForm) {
+  Problem p = oneUnit(6, 1.0, 0.5, 0);
+  EXPECT_TRUE(closedForm(p, Policy::Ascending).has_value());
+  p.stagingBuffers = 2;
+  EXPECT_FALSE(closedForm(p, Policy::Ascending).has_value());
+}
+
 TEST(Staged, BadParametersAreRefused) {
   Problem p = oneUnit(4, 1.0, 1.0, 9);
   EXPECT_NE(validate(p).find("staging buffers must be in [0, 8]"),
