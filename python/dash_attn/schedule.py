@@ -11,7 +11,7 @@ from . import _paths
 
 
 class _Options(ctypes.Structure):
-    # include/dash/Schedule/CAPI.h, DASH_SCHED_ABI_VERSION 1
+    # include/dash/Schedule/CAPI.h, DASH_SCHED_ABI_VERSION 2
     _fields_ = [("batch", ctypes.c_int64), ("heads", ctypes.c_int64),
                 ("heads_kv", ctypes.c_int64), ("seqlen", ctypes.c_int64),
                 ("seqlen_k", ctypes.c_int64), ("hdim", ctypes.c_int64),
@@ -20,10 +20,11 @@ class _Options(ctypes.Structure):
                 ("sms", ctypes.c_int64), ("resident_sms", ctypes.c_int64),
                 ("c", ctypes.c_double), ("r", ctypes.c_double),
                 ("policy", ctypes.c_char_p), ("detail", ctypes.c_int32),
-                ("svg", ctypes.c_int32)]
+                ("svg", ctypes.c_int32), ("persistent", ctypes.c_int32),
+                ("staging", ctypes.c_int64), ("read_fraction", ctypes.c_double)]
 
 
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 _lib = None
 _lock = threading.Lock()
 
@@ -151,7 +152,8 @@ def _num(v):
 def schedule_report(*, seqlen=4096, seqlen_k=None, heads=16, heads_kv=None, batch=1,
                     hdim=128, causal=False, causal_align="bottom_right", block_m=None,
                     block_n=None, sms=132, resident_sms=None, c=1.0, r=0.25,
-                    policy=None, detail=False, svg=False):
+                    policy=None, detail=False, svg=False, persistent=False,
+                    staging=0, read_fraction=None):
     """Model every tile-order schedule of one attention-backward problem (the
     same code and defaults as `dash-sched`); returns a ScheduleReport.
 
@@ -162,8 +164,12 @@ def schedule_report(*, seqlen=4096, seqlen_k=None, heads=16, heads_kv=None, batc
     pass them to model exactly what runs); sms
     is G, the persistent grid (132 on H100/H200 SXM); policy restricts the
     rows to one schedule; detail adds per-unit work lists and per-row ranks;
-    svg=True also returns the Gantt chart. Bad values raise ValueError with
-    dash-sched's message."""
+    svg=True also returns the Gantt chart. persistent=True runs every
+    schedule as the persistent grid DASH's kernels use (dash-sched --launch
+    persistent); staging=B > 0 selects the staged model, B dQ staging buffers
+    per unit (dash-sched --staging; read_fraction as --read-fraction): with
+    the manifests' c, r, it is the model the runtime's auto uses. Bad values
+    raise ValueError with dash-sched's message."""
     align = str(causal_align).replace("-", "_")
     if align not in ("bottom_right", "top_left"):
         raise ValueError("causal_align must be 'bottom_right' or 'top_left', got %r"
@@ -192,6 +198,11 @@ def schedule_report(*, seqlen=4096, seqlen_k=None, heads=16, heads_kv=None, batc
     o.causal = 1 if causal else 0
     o.top_left = 1 if align == "top_left" else 0
     o.c, o.r = float(c), float(r)
+    o.persistent = 1 if persistent else 0
+    if isinstance(staging, bool) or not isinstance(staging, int) or not 0 <= staging <= 8:
+        raise ValueError("staging must be an integer in [0, 8], got %r" % (staging,))
+    o.staging = staging
+    o.read_fraction = 0.0 if read_fraction is None else float(read_fraction)
     policy_b = policy.encode() if policy else None
     o.policy = policy_b
     o.detail = 1 if detail else 0

@@ -26,6 +26,11 @@ CASES = [
     dict(seqlen=512, batch=2, heads=2, sms=8, detail=True),
     dict(seqlen=2048, causal=True, sms=132, resident_sms=100, policy="descending"),
     dict(seqlen=4096, c=1.0, r=0.5, block_m=128, block_n=64),
+    # the runtime's model for the WGMMA kernels: persistent grid, staged
+    dict(seqlen=8192, batch=2, heads=16, hdim=128, block_m=64, block_n=128, r=1.0,
+         persistent=True, staging=2),
+    dict(seqlen=2048, causal=True, hdim=64, block_m=128, block_n=128, r=1.0,
+         persistent=True, staging=1, read_fraction=0.25),
 ]
 
 
@@ -33,10 +38,13 @@ def _flags(kw):
     m = {"seqlen": "--seqlen", "seqlen_k": "--seqlen-k", "heads": "--heads",
          "heads_kv": "--heads-kv", "batch": "--batch", "hdim": "--hdim", "sms": "--sms",
          "resident_sms": "--resident-sms", "policy": "--policy", "c": "--c", "r": "--r",
-         "block_m": "--block-m", "block_n": "--block-n"}
+         "block_m": "--block-m", "block_n": "--block-n", "staging": "--staging",
+         "read_fraction": "--read-fraction"}
     out = ["--json"]
     for k, v in kw.items():
-        if k == "causal":
+        if k == "persistent":
+            out.append("--launch=" + ("persistent" if v else "fa3"))
+        elif k == "causal":
             out.append("--mask=" + ("causal" if v else "full"))
         elif k == "causal_align":
             out.append("--align=" + v.replace("_", "-"))
@@ -112,10 +120,23 @@ def test_detail_ranks_are_permutations_of_the_covering_set():
     (dict(r=-1), "r must be non-negative"),
     (dict(causal=True, causal_align="middle"), "causal_align must be"),
     (dict(seqlen=1.5), "seqlen must be an integer"),
+    (dict(staging=9), "staging must be an integer in \\[0, 8\\]"),
+    (dict(staging=2, read_fraction=1.5), "read_fraction must be in"),
 ])
 def test_bad_arguments(kw, msg):
     with pytest.raises(ValueError, match=msg):
         dash_attn.schedule_report(**kw)
+
+
+def test_staged_model_changes_the_full_mask_pick():
+    # bench/NOTES.md section 11: d = 128 full s = 8192 on the H200's grid.
+    kw = dict(seqlen=8192, batch=2, heads=16, hdim=128, block_m=64, block_n=128, r=1.0,
+              persistent=True)
+    serial = dash_attn.schedule_report(**kw)
+    staged = dash_attn.schedule_report(staging=2, **kw)
+    assert staged.problem["staging_buffers"] == 2
+    assert staged["shift"]["makespan"] < staged["ascending"]["makespan"]
+    assert serial["ascending"]["makespan"] > staged["ascending"]["makespan"]
 
 
 def test_policy_underscore_spelling():

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /* Bumped when a struct below changes layout; callers compare it. */
-#define DASH_SCHED_ABI_VERSION 1
+#define DASH_SCHED_ABI_VERSION 2
 
 /* Problem and output options. Zero in an optional field means "the
  * default dash-sched uses"; fill with dash_sched_options_init() first. */
@@ -44,6 +44,13 @@ typedef struct dash_sched_options {
   const char *policy;   /* NULL or "": every schedule; else one name (or "auto") */
   int32_t detail;       /* per-unit work lists and per-row ranks in the JSON */
   int32_t svg;          /* also produce the Gantt SVG */
+  /* ABI 2: */
+  int32_t persistent;   /* 1: every schedule as a persistent grid (DASH's kernels,
+                           the runtime's auto); 0: ascending/spt/descending as FA3
+                           launches them (dash-sched --launch) */
+  int64_t staging;      /* dQ staging buffers, 0..8: 0 serial model, B the staged
+                           one (dash-sched --staging) */
+  double read_fraction; /* staged model, (0, 1]; 0: 0.5 */
 } dash_sched_options;
 
 /* dash-sched's defaults: batch 1, heads 16, seqlen 4096, hdim 128, full,

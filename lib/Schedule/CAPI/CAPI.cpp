@@ -71,6 +71,14 @@ std::string toProblem(const dash_sched_options &o, Problem &p,
     return "c must be positive, got " + num(o.c);
   if (!std::isfinite(o.r) || o.r < 0)
     return "r must be non-negative, got " + num(o.r);
+  if (o.persistent != 0 && o.persistent != 1)
+    return "persistent must be 0 or 1, got " + std::to_string(o.persistent);
+  if (o.staging < 0 || o.staging > 8)
+    return "staging must be in [0, 8], got " + std::to_string(o.staging);
+  if (!std::isfinite(o.read_fraction) || o.read_fraction < 0 ||
+      o.read_fraction > 1)
+    return "read_fraction must be in (0, 1] (0 = default), got " +
+           num(o.read_fraction);
   if (o.causal != 0 && o.causal != 1)
     return "causal must be 0 or 1, got " + std::to_string(o.causal);
   if (o.top_left != 0 && o.top_left != 1)
@@ -105,6 +113,10 @@ std::string toProblem(const dash_sched_options &o, Problem &p,
   p.residentUnits = o.resident_sms;
   p.c = o.c;
   p.r = o.r;
+  p.persistentLaunch = o.persistent != 0;
+  p.stagingBuffers = o.staging;
+  if (o.read_fraction > 0)
+    p.readFraction = o.read_fraction;
   return validate(p);
 }
 
