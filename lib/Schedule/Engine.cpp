@@ -40,9 +40,9 @@ struct SmState {
 };
 } // namespace
 
-FlatTasks flattenTasks(const Problem &p, Policy policy,
-                       const std::vector<std::vector<WorkItem>> &ctas,
-                       Trace *trace) {
+FlatTasks startRun(const Problem &p, Policy policy,
+                   const std::vector<std::vector<WorkItem>> &ctas,
+                   double taskCost, EngineResult &res, Trace *trace) {
   FlatTasks out;
   const int64_t m = p.numQTiles();
   // Row geometry: prefix[q] = tasks of one head on rows < q.
@@ -68,6 +68,9 @@ FlatTasks flattenTasks(const Problem &p, Policy policy,
                  static_cast<int64_t>(out.tasks.size()) - out.ctaBase[k]);
   }
   out.ctaBase[ctas.size()] = static_cast<int64_t>(out.tasks.size());
+  res.ctaLane.assign(ctas.size(), -1);
+  res.maxCtaWork = static_cast<double>(out.maxCtaTasks) * taskCost;
+  res.busy = static_cast<double>(out.tasks.size()) * taskCost;
   return out;
 }
 
@@ -100,14 +103,11 @@ EngineResult runEngine(const Problem &p, Policy policy,
   EngineResult res;
   const int64_t m = p.numQTiles();
   const int64_t numCtas = static_cast<int64_t>(ctas.size());
-  res.ctaLane.assign(ctas.size(), -1);
-  const FlatTasks flat = flattenTasks(p, policy, ctas, trace);
+  const FlatTasks flat = startRun(p, policy, ctas, p.c + p.r, res, trace);
   const std::vector<FlatTask> &tasks = flat.tasks;
   const std::vector<int64_t> &ctaBase = flat.ctaBase;
   const int64_t perHead = flat.perHead;
   const int64_t total = static_cast<int64_t>(tasks.size());
-  res.maxCtaWork = static_cast<double>(flat.maxCtaTasks) * (p.c + p.r);
-  res.busy = static_cast<double>(total) * (p.c + p.r);
 
   std::vector<int64_t> sem(static_cast<size_t>(p.numHeadSlots() * m), 0);
   std::vector<int64_t> parked(static_cast<size_t>(p.numHeadSlots() * perHead),

@@ -43,10 +43,12 @@ struct FlatTasks {
   int64_t perHead = 0;          // tasks of one head
   int64_t maxCtaTasks = 0;
 };
-/// Flattens `ctas` (and starts the trace's task list).
-FlatTasks flattenTasks(const Problem &, Policy,
-                       const std::vector<std::vector<WorkItem>> &ctas,
-                       Trace *trace);
+/// Flattens `ctas` (and starts the trace's task list) and starts `res`:
+/// no CTA on a lane yet, work bounds for `taskCost` per task on its SM
+/// (serial model c + r, staged model c).
+FlatTasks startRun(const Problem &, Policy,
+                   const std::vector<std::vector<WorkItem>> &ctas,
+                   double taskCost, EngineResult &res, Trace *trace);
 /// Deadlock verdict (`done` of `total` tasks reduced) and the trace's tail.
 void finishRun(EngineResult &res, int64_t done, int64_t total, int64_t sms,
                Trace *trace);

@@ -57,16 +57,12 @@ EngineResult runStagedEngine(const Problem &p, Policy policy,
   EngineResult res;
   const int64_t m = p.numQTiles(), buffers = p.stagingBuffers;
   const int64_t numCtas = static_cast<int64_t>(ctas.size());
-  res.ctaLane.assign(ctas.size(), -1);
-
-  const FlatTasks flat = flattenTasks(p, policy, ctas, trace);
+  // The compute lane's work: the reduces overlap it.
+  const FlatTasks flat = startRun(p, policy, ctas, p.c, res, trace);
   const std::vector<FlatTask> &tasks = flat.tasks;
   const std::vector<int64_t> &ctaBase = flat.ctaBase;
   const int64_t perHead = flat.perHead;
   const int64_t total = static_cast<int64_t>(tasks.size());
-  // The compute lane's work: the reduces overlap it.
-  res.maxCtaWork = static_cast<double>(flat.maxCtaTasks) * p.c;
-  res.busy = static_cast<double>(total) * p.c;
   // Per task: handed to its staging buffer; that buffer read by the add.
   std::vector<char> handedOff(static_cast<size_t>(total), 0),
       read(static_cast<size_t>(total), 0);

@@ -58,24 +58,36 @@ struct Fixture {
   }
 };
 
+// func @walk(x, G) returning the region's clone (narrowed to `narrow` if
+// set) in a fresh module, which the caller erases.
+struct Clone {
+  ModuleOp module;
+  func::FuncOp fn;
+  SmallVector<Value> out;
+};
+Clone cloneIntoFunc(Fixture &f, Type narrow) {
+  OpBuilder b(&f.ctx);
+  Clone c;
+  c.module = ModuleOp::create(f.loc);
+  b.setInsertionPointToEnd(c.module.getBody());
+  Type index = b.getIndexType();
+  c.fn = func::FuncOp::create(
+      b, f.loc, "walk", b.getFunctionType({index, index}, {index, index}));
+  Block *entry = c.fn.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  RegionMapping map;
+  map.numUnits = entry->getArgument(1);
+  map.narrow = narrow;
+  c.out = inlineScheduleRegion(b, f.region, {entry->getArgument(0)}, map);
+  func::ReturnOp::create(b, f.loc, c.out);
+  return c;
+}
+
 } // namespace
 
 TEST(InlineScheduleRegion, NarrowedCloneVerifiesAndKeepsBooleans) {
   Fixture f;
-  OpBuilder b(&f.ctx);
-  ModuleOp module = ModuleOp::create(f.loc);
-  b.setInsertionPointToEnd(module.getBody());
-  Type index = b.getIndexType();
-  auto fn = func::FuncOp::create(
-      b, f.loc, "walk", b.getFunctionType({index, index}, {index, index}));
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToEnd(entry);
-  RegionMapping map;
-  map.numUnits = entry->getArgument(1);
-  map.narrow = b.getI32Type();
-  SmallVector<Value> out =
-      inlineScheduleRegion(b, f.region, {entry->getArgument(0)}, map);
-  func::ReturnOp::create(b, f.loc, out);
+  auto [module, fn, out] = cloneIntoFunc(f, IntegerType::get(&f.ctx, 32));
   ASSERT_TRUE(succeeded(verify(module)));
   ASSERT_EQ(out.size(), 2u);
   for (Value v : out)
@@ -101,19 +113,7 @@ TEST(InlineScheduleRegion, NarrowedCloneVerifiesAndKeepsBooleans) {
 
 TEST(InlineScheduleRegion, WithoutNarrowTheCloneStaysIndex) {
   Fixture f;
-  OpBuilder b(&f.ctx);
-  ModuleOp module = ModuleOp::create(f.loc);
-  b.setInsertionPointToEnd(module.getBody());
-  Type index = b.getIndexType();
-  auto fn = func::FuncOp::create(
-      b, f.loc, "walk", b.getFunctionType({index, index}, {index, index}));
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToEnd(entry);
-  RegionMapping map;
-  map.numUnits = entry->getArgument(1);
-  SmallVector<Value> out =
-      inlineScheduleRegion(b, f.region, {entry->getArgument(0)}, map);
-  func::ReturnOp::create(b, f.loc, out);
+  auto [module, fn, out] = cloneIntoFunc(f, Type());
   ASSERT_TRUE(succeeded(verify(module)));
   bool anyI32 = false;
   fn.walk([&](Operation *op) {
