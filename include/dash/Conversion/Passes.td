@@ -99,6 +99,10 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 for "
            "deterministic D = 128 kernels, whose dQ reducers wait on the "
            "ordered adds, else 240">,
+    Option<"earlyKv", "early-kv", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma: 1 frees K/V after the item's last dQ "
+           "(the next item's K/V load overlaps the last hand-off and the "
+           "dK/dV epilogue); 0 frees them after the walk; -1: the default">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "

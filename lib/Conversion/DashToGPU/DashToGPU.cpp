@@ -104,6 +104,14 @@ struct ConvertDashToGPUPass
                            kMaxShared
                    ? 2
                    : 1;
+    if (earlyKv < -1 || earlyKv > 1)
+      return op.emitOpError() << "early-kv must be 0 or 1, or -1 for the "
+                                 "default (got "
+                              << int64_t(earlyKv) << ")";
+    if (earlyKv == 1 && !tmaWgmma)
+      return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
+                                 "loads=tma (K/V come from the producer)";
+    bool kvEarly = earlyKv == 1;
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
@@ -148,7 +156,7 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    WgmmaConfig wgmmaConfig{tma, dsBufs, regs, dqBufs};
+    WgmmaConfig wgmmaConfig{tma, dsBufs, regs, dqBufs, kvEarly};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -184,6 +192,8 @@ struct ConvertDashToGPUPass
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
+      if (tma)
+        config.append("early_kv", b.getBoolAttr(kvEarly));
     }
     // TMA kernels: how the dq_accum tensor map must view the workspace (the
     // staging layout of the dQ reduce-adds; the runtime encodes it).

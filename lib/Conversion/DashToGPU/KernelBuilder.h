@@ -434,6 +434,9 @@ struct WgmmaConfig {
   /// alternate, two rows' ordered adds in flight), or 1 (32 KiB back at
   /// D = 64, where two dS^T buffers then fit; one reducer warp).
   int64_t dqBufs = 2;
+  /// TMA kernels: the item's last dQ frees K and V (the next item's K/V
+  /// load overlaps the last hand-off and the dK/dV epilogue).
+  bool earlyKV = false;
 };
 /// Shared memory of the main kernel.
 int64_t wgmmaSharedBytes(int64_t d, int64_t bm, const WgmmaConfig &config);

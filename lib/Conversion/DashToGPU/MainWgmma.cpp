@@ -64,6 +64,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                         int64_t spinLimit,
                                         const WgmmaConfig &config) {
   const bool tma = config.tma;
+  const bool earlyKV = config.earlyKV;
   const int64_t dsBufs = config.dsBufs;
   OpBuilder::InsertionGuard guard(b);
   Kernel k(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads, spinLimit);
@@ -504,6 +505,41 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
              [&] { loadStep(it, visit(it, g.idx(0)), g.idx(0)); });
     }
 
+    // TMA kernels: stage n % 2 of the unit's step n holds this step's tiles
+    // and Q tile index once its FULL phase n / 2 completes.
+    auto awaitStage = [&](Value n) -> std::pair<Value, Value> {
+      Value buf = g.rem(n, g.idx(2));
+      w.mbarWait(w.mbar(kFullQ, buf), g.rem(g.div(n, g.idx(2)), g.idx(2)),
+                 g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
+      Value qt = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
+      return {buf, qt};
+    };
+    // S^T and dP^T of the step in stage `buf` (K = D): two committed
+    // groups, so exp2 of S^T runs while dP^T is on the tensor cores. K-major
+    // A and B: k-step kk is 32 B into panel kk / 4.
+    auto issueSdP = [&](Value buf) -> std::pair<Value, Value> {
+      WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
+      WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
+                         vRowsDesc = rowsDesc(L.v());
+      auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
+                             WgmmaBuilder::Desc bDesc) {
+        Value acc = w.freshAcc(bm);
+        for (int64_t kk = 0; kk < D / 16; ++kk) {
+          int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
+          int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
+          acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
+                        false, false, kk == 0);
+        }
+        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+        return acc;
+      };
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      Value S = rowsTimesQT(kRowsDesc, qd);
+      Value dP = rowsTimesQT(vRowsDesc, od);
+      return {S, dP};
+    };
     Value zD = w.zeroAcc(D);
     auto walk = scf::ForOp::create(
         b, loc, g.idx(0), it.len, g.idx(1), ValueRange{zD, zD},
@@ -516,19 +552,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           threadValues(tid);
           Value qt, buf;
           if (tma) {
-            // Stage n % 2 of the unit's step n holds this step's tiles and
-            // Q tile index once its FULL phase n / 2 completes. No barrier
-            // here: S^T and dP^T may go to the tensor cores while the other
-            // warpgroup still finishes the previous step (see the dS^T
-            // stores).
-            Value n = g.add(first, step);
-            buf = g.rem(n, g.idx(2));
-            w.mbarWait(w.mbar(kFullQ, buf),
-                       g.rem(g.div(n, g.idx(2)), g.idx(2)),
-                       g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
-            qt = arith::IndexCastOp::create(
-                b, loc, b.getIndexType(),
-                LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
+            // No barrier here: S^T and dP^T may go to the tensor cores while
+            // the other warpgroup still finishes the previous step (see the
+            // dS^T stores).
+            std::tie(buf, qt) = awaitStage(g.add(first, step));
           } else {
             qt = visit(it, step);
             buf = g.rem(step, g.idx(2));
@@ -581,28 +608,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           };
 
           // S^T and dP^T (K = D).
-          WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
-          WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
-                             vRowsDesc = rowsDesc(L.v());
-          // Two groups: P = exp2(...) of S^T runs while dP^T is on the
-          // tensor cores.
-          // One committed group of A_w B^T over K = D (K-major A and B:
-          // k-step kk is 32 B into panel kk / 4).
-          auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
-                                 WgmmaBuilder::Desc bDesc) {
-            Value acc = w.freshAcc(bm);
-            for (int64_t kk = 0; kk < D / 16; ++kk) {
-              int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
-              int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
-              acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
-                            false, false, kk == 0);
-            }
-            NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-            return acc;
-          };
-          NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value S = rowsTimesQT(kRowsDesc, qd);
-          Value dP = rowsTimesQT(vRowsDesc, od);
+          Value S, dP;
+          std::tie(S, dP) = issueSdP(buf);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
@@ -675,7 +682,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
-            od = qDesc(kDO, buf);
+            WgmmaBuilder::Desc od = qDesc(kDO, buf);
             for (int64_t kk = 0; kk < bm / 16; ++kk) {
               ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
               accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
@@ -721,7 +728,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // alone (wait_group 1), so its hand-off to the reducer (staging
           // store, barriers) runs while dK is still on the tensor cores.
           w.barSync(kBarMma, kMmaThreads);
-          qd = qDesc(kQ, buf);
+          WgmmaBuilder::Desc qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value dq = w.freshAcc(dqN);
           WgmmaBuilder::Desc dsMDesc = dqADesc(buf), kB = dqBDesc();
@@ -736,6 +743,13 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           }
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+          // Early K/V release: dQ was the item's last read of K and V (dK
+          // reads Q and registers), so the producer may load the next item's
+          // while this one hands over its last dQ and writes dK/dV.
+          if (earlyKV)
+            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         g.add(step, g.idx(1)), it.len),
+                   [&] { w.mbarArrive(w.mbar(kEmptyKV)); });
 
           // Hand the dQ partial to the reducer (staging buffer of hand-off
           // first + step).
@@ -789,7 +803,9 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // the stage's EMPTY mbarrier below (cp.async kernels: the next
           // step's prefetch after the barrier at its top), and the next
           // step's wait_group 1 assumes no older group is pending. Keep this
-          // wait at the end of the step.
+          // wait at the end of the step (measured: leaving dK in flight
+          // under the next step's S^T/dP^T releases the stage later and
+          // costs 6-17%, bench/NOTES.md section 12).
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           if (tma) // this thread is done with the stage
             w.mbarArrive(w.mbar(kEmptyQ, buf));
@@ -797,8 +813,17 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           tid = tidMma;
           w.base = baseMma;
         });
-    if (tma) // done with K and V: the producer may load the next item's
-      w.mbarArrive(w.mbar(kEmptyKV));
+    if (tma) { // done with K and V (early release: only an empty walk)
+      Value now = earlyKV ? arith::CmpIOp::create(b, loc,
+                                                  arith::CmpIPredicate::eq,
+                                                  it.len, g.idx(0))
+                                .getResult()
+                          : Value();
+      if (now)
+        g.when(now, [&] { w.mbarArrive(w.mbar(kEmptyKV)); });
+      else
+        w.mbarArrive(w.mbar(kEmptyKV));
+    }
     threadValues(tid); // the epilogue's fragment coordinates
 
     // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA

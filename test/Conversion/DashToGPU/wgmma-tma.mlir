@@ -26,6 +26,14 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=240" --canonicalize --cse | FileCheck %s --check-prefix=REGS240
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=248" 2>&1 | FileCheck %s --check-prefix=REGSBAD
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync mma-regs=232" 2>&1 | FileCheck %s --check-prefix=REGSSYNC
+// early-kv=1: the item's last step frees K and V (EMPTY_KV) once its dQ is
+// done (dK reads Q and registers), before its hand-off and the dK/dV
+// epilogue; after the walk only an empty one arrives. Off by default
+// (measured -2.6% at D = 128, bench/NOTES.md section 12); bad values and
+// cp.async kernels are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-kv=1" --canonicalize --cse | FileCheck %s --check-prefix=EARLYKV
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-kv=2" 2>&1 | FileCheck %s --check-prefix=EARLYKVBAD
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async early-kv=1" 2>&1 | FileCheck %s --check-prefix=EARLYKVCPASYNC
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
 // And through the whole pipeline to PTX (raised to ISA 8.3 for
@@ -215,6 +223,32 @@
 // DS2CPASYNC: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 needs mma=wgmma with loads=tma
 // DS2D64: error: 'dash.scheduled_attention_bwd' op tile 128x128 with D = 64 needs 232528 B of shared memory (> 227 KiB)
 
+// EARLYKV: dash.config = {{{.*}}early_kv = true
+// EARLYKV: nvvm.setmaxregister  increase 232
+// After the dQ wait of the step (dV, dQ done; dK in flight), EMPTY_KV when
+// this is the item's last step (step + 1 == len), then the hand-off.
+// The step's third wait_group 1 (after S^T; after dP^T, dV in flight;
+// after dQ, dK in flight):
+// EARLYKV: nvvm.wgmma.wait.group.sync.aligned 1
+// EARLYKV: nvvm.wgmma.wait.group.sync.aligned 1
+// EARLYKV: nvvm.wgmma.wait.group.sync.aligned 1
+// EARLYKV-NEXT: %[[NEXT:.*]] = arith.addi %{{.*}}, %c1 : index
+// EARLYKV-NEXT: %[[LAST:.*]] = arith.cmpi eq, %[[NEXT]], %[[LEN:.*]] : index
+// EARLYKV-NEXT: scf.if %[[LAST]] {
+// EARLYKV: nvvm.mbarrier.arrive
+// EARLYKV-NEXT: }
+// EARLYKV: nvvm.inline_ptx "barrier.sync $0, $1;"
+// After the walk: EMPTY_Q was the last arrival of the step; K/V only for an
+// empty walk.
+// EARLYKV: nvvm.wgmma.wait.group.sync.aligned 0
+// EARLYKV: nvvm.mbarrier.arrive
+// EARLYKV-NEXT: scf.yield
+// EARLYKV-NEXT: }
+// EARLYKV-NEXT: %[[EMPTY:.*]] = arith.cmpi eq, %[[LEN]], %c0 : index
+// EARLYKV-NEXT: scf.if %[[EMPTY]] {
+// EARLYKV: nvvm.mbarrier.arrive
+// EARLYKVBAD: error: 'dash.scheduled_attention_bwd' op early-kv must be 0 or 1, or -1 for the default (got 2)
+// EARLYKVCPASYNC: error: 'dash.scheduled_attention_bwd' op early-kv=1 needs mma=wgmma with loads=tma (K/V come from the producer)
 // BADLOADS: error: 'dash.scheduled_attention_bwd' op unknown loads mode 'bulk'; expected cp-async or tma
 // NOTWGMMA: error: 'dash.scheduled_attention_bwd' op loads=tma needs mma=wgmma (got mma=sync)
 // DEBUG: gpu.func @dash_bwd_main(
