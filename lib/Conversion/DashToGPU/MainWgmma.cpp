@@ -505,41 +505,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
              [&] { loadStep(it, visit(it, g.idx(0)), g.idx(0)); });
     }
 
-    // TMA kernels: stage n % 2 of the unit's step n holds this step's tiles
-    // and Q tile index once its FULL phase n / 2 completes.
-    auto awaitStage = [&](Value n) -> std::pair<Value, Value> {
-      Value buf = g.rem(n, g.idx(2));
-      w.mbarWait(w.mbar(kFullQ, buf), g.rem(g.div(n, g.idx(2)), g.idx(2)),
-                 g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
-      Value qt = arith::IndexCastOp::create(
-          b, loc, b.getIndexType(),
-          LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
-      return {buf, qt};
-    };
-    // S^T and dP^T of the step in stage `buf` (K = D): two committed
-    // groups, so exp2 of S^T runs while dP^T is on the tensor cores. K-major
-    // A and B: k-step kk is 32 B into panel kk / 4.
-    auto issueSdP = [&](Value buf) -> std::pair<Value, Value> {
-      WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
-      WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
-                         vRowsDesc = rowsDesc(L.v());
-      auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
-                             WgmmaBuilder::Desc bDesc) {
-        Value acc = w.freshAcc(bm);
-        for (int64_t kk = 0; kk < D / 16; ++kk) {
-          int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
-          int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
-          acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
-                        false, false, kk == 0);
-        }
-        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-        return acc;
-      };
-      NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      Value S = rowsTimesQT(kRowsDesc, qd);
-      Value dP = rowsTimesQT(vRowsDesc, od);
-      return {S, dP};
-    };
+    auto freeKV = [&] { w.mbarArrive(w.mbar(kEmptyKV)); };
     Value zD = w.zeroAcc(D);
     auto walk = scf::ForOp::create(
         b, loc, g.idx(0), it.len, g.idx(1), ValueRange{zD, zD},
@@ -552,10 +518,19 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           threadValues(tid);
           Value qt, buf;
           if (tma) {
-            // No barrier here: S^T and dP^T may go to the tensor cores while
-            // the other warpgroup still finishes the previous step (see the
-            // dS^T stores).
-            std::tie(buf, qt) = awaitStage(g.add(first, step));
+            // Stage n % 2 of the unit's step n holds this step's tiles and
+            // Q tile index once its FULL phase n / 2 completes. No barrier
+            // here: S^T and dP^T may go to the tensor cores while the other
+            // warpgroup still finishes the previous step (see the dS^T
+            // stores).
+            Value n = g.add(first, step);
+            buf = g.rem(n, g.idx(2));
+            w.mbarWait(w.mbar(kFullQ, buf),
+                       g.rem(g.div(n, g.idx(2)), g.idx(2)),
+                       g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
+            qt = arith::IndexCastOp::create(
+                b, loc, b.getIndexType(),
+                LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
           } else {
             qt = visit(it, step);
             buf = g.rem(step, g.idx(2));
@@ -608,8 +583,28 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           };
 
           // S^T and dP^T (K = D).
-          Value S, dP;
-          std::tie(S, dP) = issueSdP(buf);
+          WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
+          WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
+                             vRowsDesc = rowsDesc(L.v());
+          // Two groups: P = exp2(...) of S^T runs while dP^T is on the
+          // tensor cores.
+          // One committed group of A_w B^T over K = D (K-major A and B:
+          // k-step kk is 32 B into panel kk / 4).
+          auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
+                                 WgmmaBuilder::Desc bDesc) {
+            Value acc = w.freshAcc(bm);
+            for (int64_t kk = 0; kk < D / 16; ++kk) {
+              int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
+              int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
+              acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
+                            false, false, kk == 0);
+            }
+            NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+            return acc;
+          };
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          Value S = rowsTimesQT(kRowsDesc, qd);
+          Value dP = rowsTimesQT(vRowsDesc, od);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
@@ -682,7 +677,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
-            WgmmaBuilder::Desc od = qDesc(kDO, buf);
+            od = qDesc(kDO, buf);
             for (int64_t kk = 0; kk < bm / 16; ++kk) {
               ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
               accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
@@ -728,7 +723,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // alone (wait_group 1), so its hand-off to the reducer (staging
           // store, barriers) runs while dK is still on the tensor cores.
           w.barSync(kBarMma, kMmaThreads);
-          WgmmaBuilder::Desc qd = qDesc(kQ, buf);
+          qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value dq = w.freshAcc(dqN);
           WgmmaBuilder::Desc dsMDesc = dqADesc(buf), kB = dqBDesc();
@@ -749,7 +744,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           if (earlyKV)
             g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          g.add(step, g.idx(1)), it.len),
-                   [&] { w.mbarArrive(w.mbar(kEmptyKV)); });
+                   freeKV);
 
           // Hand the dQ partial to the reducer (staging buffer of hand-off
           // first + step).
@@ -813,17 +808,14 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           tid = tidMma;
           w.base = baseMma;
         });
-    if (tma) { // done with K and V (early release: only an empty walk)
-      Value now = earlyKV ? arith::CmpIOp::create(b, loc,
-                                                  arith::CmpIPredicate::eq,
-                                                  it.len, g.idx(0))
-                                .getResult()
-                          : Value();
-      if (now)
-        g.when(now, [&] { w.mbarArrive(w.mbar(kEmptyKV)); });
-      else
-        w.mbarArrive(w.mbar(kEmptyKV));
-    }
+    // Done with K and V: the producer may load the next item's (early
+    // release: the walk's last step did, unless it was empty).
+    if (tma && earlyKV)
+      g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, it.len,
+                                   g.idx(0)),
+             freeKV);
+    else if (tma)
+      freeKV();
     threadValues(tid); // the epilogue's fragment coordinates
 
     // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA
