@@ -204,6 +204,17 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         w.mbarExpect(fullKV, 2 * L.kvBytes());
         w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);
         w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, fullKV);
+        // The next item's K and V into L2 while this item runs: its load
+        // above then waits on L2, not HBM (all units switch items at about
+        // the same time under a full mask, so those loads come in a burst).
+        Value nextItem = g.add(it.index, g.idx(1));
+        g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
+          Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
+          Value nkv0 = g.mul(nx.kv, g.idx(kBn));
+          Value nhkv = g.div(nx.h, g.div(H, Hkv));
+          w.tmaPrefetchTile(1, nx.bb, nkv0, nhkv);
+          w.tmaPrefetchTile(2, nx.bb, nkv0, nhkv);
+        });
         g.loop(it.len, [&](Value step) {
           Value n = g.add(first, step);
           Value stage = g.rem(n, g.idx(2));
@@ -839,7 +850,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                   b, loc, VectorType::get({2}, w.f32), ValueRange{x, y});
               vector::StoreOp::create(b, loc, pair,
                                       k.arg(isK ? kDkAcc : kDvAcc),
-                                      ValueRange{it.bb, it.h, row, col});
+                                      ValueRange{it.bb, it.h, row, col},
+                                      false, llvm::Align(8));
               continue;
             }
             if (isK) { // dK = scale * dS^T Q
@@ -851,7 +863,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
                            arith::TruncFOp::create(b, loc, w.bf16, y)});
             vector::StoreOp::create(b, loc, pair, k.arg(isK ? kDk : kDv),
-                                    ValueRange{it.bb, row, it.h, col});
+                                    ValueRange{it.bb, row, it.h, col}, false,
+                                    llvm::Align(4));
           }
         });
       }

@@ -390,6 +390,16 @@ struct WgmmaBuilder {
       tmaLoad(map, g.add(dst, g.idx(p * rowsTile * 128)),
               {c32(64 * p), i32of(row0), i32of(head), i32of(bb)}, bar);
   }
+  /// The same tile as tmaTile, fetched into L2 only (no shared memory, no
+  /// completion): the next item's K/V while this one runs.
+  void tmaPrefetchTile(int i, Value bb, Value row0, Value head) {
+    Value map = tensorMap(i);
+    for (int64_t p = 0; p < L.panels(); ++p)
+      NVVM::CpAsyncBulkTensorPrefetchOp::create(
+          b, loc, map, ValueRange{c32(64 * p), i32of(row0), i32of(head), i32of(bb)},
+          ValueRange{}, NVVM::TMALoadModeAttr::get(ctx, NVVM::TMALoadMode::TILE),
+          Value());
+  }
   /// One TMA tile load through `map` at i32 `coords` into shared byte
   /// address `dst`, completing on mbarrier `bar`.
   void tmaLoad(Value map, Value dst, ValueRange coords, Value bar) {

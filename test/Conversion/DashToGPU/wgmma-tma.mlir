@@ -155,6 +155,11 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// Then, unless this is the unit's last item, the next item's K and V (two
+// panels each at D = 128) into L2, before the item's steps.
+// CHECK: scf.if
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.prefetch %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.prefetch
 // The walk in 32-bit arithmetic (schedule regions narrowed to i32: no 64-bit
 // division subroutine with 24 registers); descending: nq - 1 - step.
 // CHECK: scf.for %[[STEP:.*]] = %c0 to

@@ -89,12 +89,12 @@
 // accumulators the postprocess sums.
 // CHECK: %[[DIRECT:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
 // CHECK-NEXT: scf.if %[[DIRECT]] {
-// CHECK: vector.store %{{.*}}, %arg8[{{.*}}] : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
+// CHECK: vector.store %{{.*}}, %arg8[{{.*}}] {alignment = 4 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
 // CHECK: arith.mulf %{{.*}}, %arg15 : f32
-// CHECK: vector.store %{{.*}}, %arg7[{{.*}}] : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
+// CHECK: vector.store %{{.*}}, %arg7[{{.*}}] {alignment = 4 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
 // CHECK: } else {
-// CHECK: vector.store %{{.*}}, %arg11[{{.*}}] : memref<?x?x?x128xf32>, vector<2xf32>
-// CHECK: vector.store %{{.*}}, %arg10[{{.*}}] : memref<?x?x?x128xf32>, vector<2xf32>
+// CHECK: vector.store %{{.*}}, %arg11[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xf32>, vector<2xf32>
+// CHECK: vector.store %{{.*}}, %arg10[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xf32>, vector<2xf32>
 // After the walks: the reducer's last EMPTY arrives of both buffers
 // (barriers 2 + 2w and 8 + 2w).
 // CHECK: %[[WG2:.*]] = arith.muli %{{.*}}, %c2_i32 : i32

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Where a call's time goes: per benchmark cell, the whole call timed with
+CUDA events (median of --runs) beside ncu's duration of each of its three
+kernels (preprocess, main, postprocess) and the main kernel's tensor-pipe
+and shared-memory-pipe utilisation, so that a fixed per-call cost and the
+main kernel's own throughput can be told apart.
+
+  python3 bench/kernel_times.py --cells 128:full:2048,128:full:16384 \\
+      [--det 1] [--runs 20] [--out FILE.json]
+
+Cells are d:mask:s (shapes as bench/attention_bwd.py). Needs the GPU machine
+(ncu, torch, the runtime); prints a table and writes JSON if --out is given.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+METRICS = [
+    "gpu__time_duration.sum",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+]
+
+
+def flops(d, mask, s):
+    b, h = 16384 // s, 2048 // d
+    f = 10.0 * b * h * s * s * d
+    return f / 2 if mask == "causal" else f
+
+
+def time_call(d, mask, s, det, runs):
+    """(median ms of whole calls timed one at a time, the GPU idle at each
+    start as in bench/attention_bwd.py, so the host's launch path counts;
+    mean ms of `runs` calls queued back to back, where it hides)."""
+    import torch
+    sys.path.insert(0, HERE)
+    import dash_attn
+    from profile_cell import cell_inputs
+    cell = cell_inputs(d, mask, s)
+    for _ in range(3):
+        dash_attn.attention_backward(**cell, deterministic=bool(det))
+    times = []
+    for _ in range(runs):
+        a, e = torch.cuda.Event(True), torch.cuda.Event(True)
+        a.record()
+        dash_attn.attention_backward(**cell, deterministic=bool(det))
+        e.record()
+        e.synchronize()
+        times.append(a.elapsed_time(e))
+    torch.cuda.synchronize()
+    a, e = torch.cuda.Event(True), torch.cuda.Event(True)
+    a.record()
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        dash_attn.attention_backward(**cell, deterministic=bool(det))
+    host_us = (time.perf_counter() - t0) / runs * 1e6
+    e.record()
+    e.synchronize()
+    return statistics.median(times), a.elapsed_time(e) / runs, host_us
+
+
+def ncu_kernels(d, mask, s, det):
+    """{kernel: {metric: value}} of the second call's three launches."""
+    cmd = ["ncu", "--clock-control", "none", "--csv", "--kernel-name",
+           "regex:dash_bwd", "--launch-skip", "3", "--launch-count", "3",
+           "--metrics", ",".join(METRICS), sys.executable,
+           os.path.join(HERE, "profile_cell.py"), "--d", str(d), "--mask", mask,
+           "--s", str(s), "--det", str(det), "--calls", "2"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("ncu failed (%d):\n%s%s" % (p.returncode, p.stdout[-2000:],
+                                                       p.stderr[-2000:]))
+    lines = [l for l in p.stdout.splitlines() if l.startswith('"')]
+    out = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        name = row["Kernel Name"].split("(")[0]
+        val = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "")
+        if row["Metric Name"] == "gpu__time_duration.sum":
+            val *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(unit, 1.0)
+        out.setdefault(name, {})[row["Metric Name"]] = val
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cells", required=True)
+    ap.add_argument("--det", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    rows = []
+    for cell in args.cells.split(","):
+        d, mask, s = cell.split(":")
+        d, s = int(d), int(s)
+        if mask not in ("full", "causal"):
+            sys.exit("kernel_times: mask must be full or causal, got '%s'" % mask)
+        ms, queued_ms, host_us = time_call(d, mask, s, args.det, args.runs)
+        k = ncu_kernels(d, mask, s, args.det)
+        us = {n.replace("dash_bwd_", ""): v["gpu__time_duration.sum"] for n, v in k.items()}
+        main_m = k.get("dash_bwd_main", {})
+        f = flops(d, mask, s)
+        row = dict(d=d, mask=mask, s=s, det=args.det, call_ms=ms, queued_ms=queued_ms,
+                   host_us=host_us,
+                   kernels_us=us,
+                   call_tflops=f / ms / 1e9,
+                   main_tflops=f / us["main"] / 1e6 if "main" in us else None,
+                   gap_us=ms * 1e3 - sum(us.values()),
+                   main_metrics=main_m)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\n| d | mask | s | call ms | queued ms | host us | pre us | main us | post us | gap us | call TF/s"
+          " | main TF/s | tensor % | smem % |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        u, m = r["kernels_us"], r["main_metrics"]
+        print("| %d | %s | %d | %.3f | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f | %.0f |" % (
+            r["d"], r["mask"], r["s"], r["call_ms"], r["queued_ms"], r["host_us"], u.get("preprocess", 0), u.get("main", 0),
+            u.get("postprocess", 0), r["gap_us"], r["call_tflops"], r["main_tflops"] or 0,
+            m.get(METRICS[1], 0), m.get(METRICS[2], 0)))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
