@@ -7,7 +7,7 @@
 // scale * (sum over the query heads of a group), dV = that sum, in a fixed
 // order (deterministic GQA).
 //
-// Both are memory-bound. One warp per row: lane l owns the D/32 contiguous
+// Both are memory-bound. One warp per row (up to four in flight): lane l owns the D/32 contiguous
 // elements l*D/32.. of the row (one vector access per lane, a warp reads a
 // whole row), and the rows are walked by a mixed-radix counter, so the
 // loop runs no division per row.
@@ -26,6 +26,13 @@ using namespace mlir::dash;
 using namespace mlir::dash::detail;
 
 namespace {
+/// Rows a warp has in flight (H200, bench/kernel_times.py, b * s = 16k, h *
+/// d = 2048): the postprocess's dQ 64 -> 50 us (D = 128) and 96 -> 75 us (D =
+/// 64) with four; the preprocess 202 -> 172 us at D = 64, but 116 -> 147 us at
+/// D = 128, where four rows' addresses take 100 registers and one CTA per SM.
+int64_t preRowsInFlight(int64_t d) { return d == 64 ? 4 : 1; }
+constexpr int64_t kPostRowsInFlight = 4;
+
 /// Per-row vector accesses of one kernel: lane `lane` owns columns
 /// [lane * V, lane * V + V) of a D-element row, V = D / 32.
 struct RowAccess {
@@ -69,11 +76,18 @@ struct RowAccess {
 };
 
 /// One warp per row of the row-major space [d0, d1, d2], grid-stride over
-/// the grid's warps: body(i0, i1, i2, lane). The coordinates advance by
-/// the grid's warp count W as a mixed-radix add (W's digits are computed
-/// once), so no row pays for a division.
-void warpRows(Kernel &k, Value d0, Value d1, Value d2,
-              function_ref<void(Value, Value, Value, Value)> body) {
+/// the grid's warps, `unroll` rows per iteration: load(i0, i1, i2, lane) for
+/// each of them first, then finish(i0, i1, i2, lane, loaded) for each, so
+/// a warp has `unroll` rows' loads in flight (one row's leaves the memory
+/// pipe mostly idle: the loads' latency, not the bandwidth, bounded these
+/// kernels). The coordinates advance by the grid's warp count W as a
+/// mixed-radix add (W's digits are computed once), so no row pays for a
+/// division.
+using RowLoad = function_ref<SmallVector<Value>(Value, Value, Value, Value)>;
+using RowFinish =
+    function_ref<void(Value, Value, Value, Value, ArrayRef<Value>)>;
+void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
+              RowLoad load, RowFinish finish) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   LoopGen &g = k.g;
@@ -94,26 +108,72 @@ void warpRows(Kernel &k, Value d0, Value d1, Value d2,
                               g.rem(x, d2)};
   };
   SmallVector<Value> start = digits(first), step = digits(W);
+  // The row W after `at`: digit + step digit + carry-in < 2 * radix, so one
+  // subtraction wraps.
+  auto advance = [&](ArrayRef<Value> at) {
+    Value carry = g.idx(0);
+    auto addDigit = [&](Value x, Value dx, Value radix) {
+      Value y = g.add(g.add(x, dx), carry);
+      Value wraps =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, y, radix);
+      carry = arith::SelectOp::create(b, loc, wraps, g.idx(1), g.idx(0));
+      return arith::SelectOp::create(b, loc, wraps, g.sub(y, radix), y)
+          .getResult();
+    };
+    Value i2 = addDigit(at[2], step[2], d2);
+    Value i1 = addDigit(at[1], step[1], d1);
+    Value i0 = g.add(g.add(at[0], step[0]), carry);
+    return SmallVector<Value>{i0, i1, i2};
+  };
   scf::ForOp::create(
-      b, loc, first, total, W, start,
-      [&](OpBuilder &nb2, Location, Value, ValueRange at) {
+      b, loc, first, total, g.mul(W, g.idx(unroll)), start,
+      [&](OpBuilder &nb2, Location, Value iv, ValueRange at0) {
         OpBuilder::InsertionGuard ig(b);
         b.setInsertionPoint(nb2.getInsertionBlock(), nb2.getInsertionPoint());
-        body(at[0], at[1], at[2], lane);
-        // digit + step digit + carry-in < 2 * radix: one subtraction wraps.
-        Value carry = g.idx(0);
-        auto addDigit = [&](Value x, Value dx, Value radix) {
-          Value y = g.add(g.add(x, dx), carry);
-          Value wraps = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
-                                              y, radix);
-          carry = arith::SelectOp::create(b, loc, wraps, g.idx(1), g.idx(0));
-          return arith::SelectOp::create(b, loc, wraps, g.sub(y, radix), y)
-              .getResult();
-        };
-        Value i2 = addDigit(at[2], step[2], d2);
-        Value i1 = addDigit(at[1], step[1], d1);
-        Value i0 = g.add(g.add(at[0], step[0]), carry);
-        scf::YieldOp::create(b, loc, ValueRange{i0, i1, i2});
+        SmallVector<SmallVector<Value>> at{SmallVector<Value>(at0)};
+        SmallVector<Value> valid{Value()}; // row 0 is inside the loop bound
+        for (int64_t u = 1; u < unroll; ++u) {
+          at.push_back(advance(at.back()));
+          valid.push_back(g.lt(g.add(iv, g.mul(W, g.idx(u))), total));
+        }
+        SmallVector<SmallVector<Value>> loaded{
+            load(at[0][0], at[0][1], at[0][2], lane)};
+        SmallVector<Type> types;
+        for (Value v : loaded[0])
+          types.push_back(v.getType());
+        for (int64_t u = 1; u < unroll; ++u) {
+          auto ifValid = scf::IfOp::create(b, loc, types, valid[u], true);
+          OpBuilder::InsertionGuard lg(b);
+          b.setInsertionPointToStart(&ifValid.getThenRegion().front());
+          scf::YieldOp::create(b, loc, load(at[u][0], at[u][1], at[u][2], lane));
+          b.setInsertionPointToStart(&ifValid.getElseRegion().front());
+          SmallVector<Value> zeros;
+          for (Type t : types)
+            zeros.push_back(
+                arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(t))));
+          scf::YieldOp::create(b, loc, zeros);
+          loaded.push_back(SmallVector<Value>(ifValid.getResults()));
+        }
+        for (int64_t u = 0; u < unroll; ++u) {
+          auto body = [&] {
+            finish(at[u][0], at[u][1], at[u][2], lane, loaded[u]);
+          };
+          if (u == 0)
+            body();
+          else
+            g.when(valid[u], body);
+        }
+        scf::YieldOp::create(b, loc, advance(at.back()));
+      });
+}
+/// One row per iteration, loads and all in `body`.
+void warpRows(Kernel &k, Value d0, Value d1, Value d2,
+              function_ref<void(Value, Value, Value, Value)> body) {
+  warpRows(
+      k, d0, d1, d2, 1,
+      [](Value, Value, Value, Value) { return SmallVector<Value>{}; },
+      [&](Value i0, Value i1, Value i2, Value lane, ArrayRef<Value>) {
+        body(i0, i1, i2, lane);
       });
 }
 
@@ -155,35 +215,41 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2);
     // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum.
-    warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
-      Value col = g.mul(lane, g.idx(row.V));
-      Value prod =
-          arith::MulFOp::create(b, loc, row.load(k.arg(kDO), {bb, s, h, col}),
-                                row.load(k.arg(kO), {bb, s, h, col}));
-      Value part = vector::ExtractOp::create(b, loc, prod, 0);
-      for (int64_t i = 1; i < row.V; ++i)
-        part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
-      // Butterfly: every lane ends with the same, order-fixed sum.
-      for (int32_t off = 16; off >= 1; off /= 2)
-        part = g.add(part, gpu::ShuffleOp::create(b, loc, part, off, 32,
-                                                  gpu::ShuffleMode::XOR)
-                               .getShuffleResult());
-      g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                   g.idx(0)),
-             [&] {
-               memref::StoreOp::create(b, loc, part, k.arg(kDPsum),
-                                       ValueRange{bb, h, s});
-               Value l = g.load(k.arg(kLse), {bb, h, s});
-               Value isInf = arith::CmpFOp::create(
-                   b, loc, arith::CmpFPredicate::OEQ, l,
-                   g.f32(-std::numeric_limits<double>::infinity()));
-               Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
-                                                  g.mul(l, g.f32(kLog2e)));
-               memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
-                                       ValueRange{bb, h, s});
-             });
-      row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
-    });
+    warpRows(
+        k, B, H, Sq, preRowsInFlight(D),
+        [&](Value bb, Value h, Value s, Value lane) {
+          Value col = g.mul(lane, g.idx(row.V));
+          return SmallVector<Value>{row.load(k.arg(kDO), {bb, s, h, col}),
+                                    row.load(k.arg(kO), {bb, s, h, col}),
+                                    g.load(k.arg(kLse), {bb, h, s})};
+        },
+        [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
+          Value col = g.mul(lane, g.idx(row.V));
+          Value prod = arith::MulFOp::create(b, loc, in[0], in[1]);
+          Value part = vector::ExtractOp::create(b, loc, prod, 0);
+          for (int64_t i = 1; i < row.V; ++i)
+            part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
+          // Butterfly: every lane ends with the same, order-fixed sum.
+          for (int32_t off = 16; off >= 1; off /= 2)
+            part = g.add(part, gpu::ShuffleOp::create(b, loc, part, off, 32,
+                                                      gpu::ShuffleMode::XOR)
+                                   .getShuffleResult());
+          g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       lane, g.idx(0)),
+                 [&] {
+                   memref::StoreOp::create(b, loc, part, k.arg(kDPsum),
+                                           ValueRange{bb, h, s});
+                   Value l = in[2];
+                   Value isInf = arith::CmpFOp::create(
+                       b, loc, arith::CmpFPredicate::OEQ, l,
+                       g.f32(-std::numeric_limits<double>::infinity()));
+                   Value l2 = arith::SelectOp::create(
+                       b, loc, isInf, g.f32(0.0), g.mul(l, g.f32(kLog2e)));
+                   memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
+                                           ValueRange{bb, h, s});
+                 });
+          row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
+        });
     // dK/dV accumulators: their rows come from their own descriptors (none
     // when the main kernel writes dk/dv itself).
     for (Arg acc : {kDkAcc, kDvAcc})
@@ -205,12 +271,16 @@ void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
           Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
     Value scale = row.splat(k.arg(kScale));
-    warpRows(k, B, H, Sq, [&](Value bb, Value h, Value s, Value lane) {
-      Value col = g.mul(lane, g.idx(row.V));
-      Value acc = row.load(k.arg(kDqAcc), {bb, h, s, col});
-      row.store(arith::MulFOp::create(b, loc, acc, scale), k.arg(kDq),
-                {bb, s, h, col});
-    });
+    warpRows(
+        k, B, H, Sq, kPostRowsInFlight,
+        [&](Value bb, Value h, Value s, Value lane) {
+          return SmallVector<Value>{row.load(
+              k.arg(kDqAcc), {bb, h, s, g.mul(lane, g.idx(row.V))})};
+        },
+        [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
+          row.store(arith::MulFOp::create(b, loc, in[0], scale), k.arg(kDq),
+                    {bb, s, h, g.mul(lane, g.idx(row.V))});
+        });
     // dK/dV from the per-query-head accumulators; a kernel that writes them
     // itself (dkdvDirect) does so unless H != H_kv.
     scf::IfOp gqaOnly;

@@ -1,5 +1,5 @@
-// The elementwise kernels around the main one: one warp per row, each lane
-// D/32 contiguous elements as one vector access, rows walked by a
+// The elementwise kernels around the main one: one warp per row (up to four rows
+// in flight per warp), each lane D/32 contiguous elements as one vector access, rows walked by a
 // mixed-radix counter (no division inside the row loops; an empty row space,
 // e.g. dk_accum of a kernel that writes dk/dv itself, skips the divisions).
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
@@ -12,8 +12,10 @@
 // CHECK-NOT: arith.divui
 // CHECK-NOT: arith.remui
 // dPsum: dO . O of the lane's 4 elements, then a butterfly over the warp.
+// At D = 128 one row per iteration (D64 below: four).
 // CHECK: vector.load %arg4[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
 // CHECK: vector.load %arg3[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
+// CHECK-NOT: scf.if
 // CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
@@ -38,6 +40,7 @@
 // CHECK: scf.for {{.*}} -> (index, index, index) {
 // CHECK-NOT: arith.divui
 // CHECK: vector.load %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
+// CHECK-COUNT-3: scf.if %{{.*}} -> (vector<4xf32>) {
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<4xf32>
 // CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
 // CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 8 : i64}
@@ -50,10 +53,18 @@
 // CHECK: vector.store %{{.*}}, %arg8
 
 // D64: gpu.func @dash_bwd_preprocess
+// Four rows per iteration, their loads first (rows 2-4 only inside the row
+// space), then the math and stores of each.
 // D64: vector.load %arg4[{{.*}}] {alignment = 4 : i64} : memref<?x?x?x64xbf16, {{.*}}>, vector<2xbf16>
+// D64-COUNT-3: scf.if %{{.*}} -> (vector<2xf32>, vector<2xf32>, f32) {
+// D64: } else {
+// D64-NEXT: scf.yield %cst{{.*}}, %cst{{.*}}, %cst{{.*}} : vector<2xf32>, vector<2xf32>, f32
+// D64-NOT: vector.load
+// D64: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // D64: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
 // D64: gpu.func @dash_bwd_postprocess
 // D64: vector.load %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
+// D64-COUNT-3: scf.if %{{.*}} -> (vector<2xf32>) {
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
