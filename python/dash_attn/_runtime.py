@@ -224,9 +224,21 @@ class TensorMeta:
     def of(cls, x, name):
         if not (hasattr(x, "data_ptr") and hasattr(x, "shape") and hasattr(x, "stride")):
             raise TypeError("%s must be a torch.Tensor, got %s" % (name, type(x).__name__))
-        return cls(name, x.data_ptr(), (int(s) for s in x.shape),
-                   (int(s) for s in x.stride()), str(x.dtype).replace("torch.", ""),
-                   str(x.device))
+        # str() of a dtype or device is the slow part of a call's host path
+        # (nine tensors per call): memoised per object.
+        dtype, device = x.dtype, x.device
+        dname = _DTYPE_NAMES.get(dtype)
+        if dname is None:
+            dname = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+        dev = _DEVICE_NAMES.get(device)
+        if dev is None:
+            dev = _DEVICE_NAMES[device] = str(device)
+        return cls(name, x.data_ptr(), map(int, x.shape), map(int, x.stride()),
+                   dname, dev)
+
+
+_DTYPE_NAMES = {}
+_DEVICE_NAMES = {}
 
 
 _NAMES4 = ("q", "k", "v", "o", "do")
@@ -254,11 +266,17 @@ def parse_schedule(schedule):
     if not isinstance(schedule, str):
         raise ValueError("schedule must be a string (%s), got %r"
                          % (", ".join(POLICIES), schedule))
-    out = ctypes.c_int()
-    if not lib().dash_policy_parse(schedule.encode(), ctypes.byref(out)):
-        raise ValueError("schedule %r is unknown; use one of %s"
-                         % (schedule, ", ".join(POLICIES)))
-    return out.value
+    policy = _POLICY_CODES.get(schedule)
+    if policy is None:
+        out = ctypes.c_int()
+        if not lib().dash_policy_parse(schedule.encode(), ctypes.byref(out)):
+            raise ValueError("schedule %r is unknown; use one of %s"
+                             % (schedule, ", ".join(POLICIES)))
+        policy = _POLICY_CODES[schedule] = out.value
+    return policy
+
+
+_POLICY_CODES = {}  # the C parser's answers for the names it accepted
 
 
 def check_inputs(metas, layout):

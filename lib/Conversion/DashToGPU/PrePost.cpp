@@ -7,10 +7,10 @@
 // scale * (sum over the query heads of a group), dV = that sum, in a fixed
 // order (deterministic GQA).
 //
-// Both are memory-bound. One warp per row (up to four in flight): lane l owns the D/32 contiguous
-// elements l*D/32.. of the row (one vector access per lane, a warp reads a
-// whole row), and the rows are walked by a mixed-radix counter, so the
-// loop runs no division per row.
+// Both are memory-bound. One warp per row (up to four in flight): lane l owns
+// the D/32 contiguous elements l*D/32.. of the row (one vector access per lane,
+// a warp reads a whole row), and the rows are walked by a mixed-radix counter,
+// so the loop runs no division per row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,12 +145,13 @@ void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
           auto ifValid = scf::IfOp::create(b, loc, types, valid[u], true);
           OpBuilder::InsertionGuard lg(b);
           b.setInsertionPointToStart(&ifValid.getThenRegion().front());
-          scf::YieldOp::create(b, loc, load(at[u][0], at[u][1], at[u][2], lane));
+          scf::YieldOp::create(b, loc,
+                               load(at[u][0], at[u][1], at[u][2], lane));
           b.setInsertionPointToStart(&ifValid.getElseRegion().front());
           SmallVector<Value> zeros;
           for (Type t : types)
-            zeros.push_back(
-                arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(t))));
+            zeros.push_back(arith::ConstantOp::create(
+                b, loc, cast<TypedAttr>(b.getZeroAttr(t))));
           scf::YieldOp::create(b, loc, zeros);
           loaded.push_back(SmallVector<Value>(ifValid.getResults()));
         }

@@ -396,9 +396,10 @@ struct WgmmaBuilder {
     Value map = tensorMap(i);
     for (int64_t p = 0; p < L.panels(); ++p)
       NVVM::CpAsyncBulkTensorPrefetchOp::create(
-          b, loc, map, ValueRange{c32(64 * p), i32of(row0), i32of(head), i32of(bb)},
-          ValueRange{}, NVVM::TMALoadModeAttr::get(ctx, NVVM::TMALoadMode::TILE),
-          Value());
+          b, loc, map,
+          ValueRange{c32(64 * p), i32of(row0), i32of(head), i32of(bb)},
+          ValueRange{},
+          NVVM::TMALoadModeAttr::get(ctx, NVVM::TMALoadMode::TILE), Value());
   }
   /// One TMA tile load through `map` at i32 `coords` into shared byte
   /// address `dst`, completing on mbarrier `bar`.
