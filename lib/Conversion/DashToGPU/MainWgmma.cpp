@@ -139,6 +139,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     return inlineScheduleRegion(b, op.getRank(), {it.bb, it.h, it.kv, qt},
                                 map)[0];
   };
+  // The K/V head of query head h (GQA groups of H / H_kv) and the first KV
+  // row of KV tile kv.
+  auto kvHead = [&](Value h) { return g.div(h, g.div(H, Hkv)); };
+  auto kvRow0 = [&](Value kv) { return g.mul(kv, g.idx(kBn)); };
 
   // TMA kernels: thread 0 initialises the mbarriers before any role runs.
   // FULL_Q and FULL_KV: the producer's expect-tx arrival; EMPTY_Q and
@@ -195,8 +199,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
                                             w.tensorMap(i), w.c32(128));
       forItems([&](const Item &it, Value first) {
-        Value hkv = g.div(it.h, g.div(H, Hkv));
-        Value kv0 = g.mul(it.kv, g.idx(kBn));
+        Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
         Value itemParity = g.rem(it.index, g.idx(2));
         w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
                    g.idx(kEmptyKV), {unit, it.bb, it.h, first});
@@ -210,10 +213,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
         Value nextItem = g.add(it.index, g.idx(1));
         g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
           Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
-          Value nkv0 = g.mul(nx.kv, g.idx(kBn));
-          Value nhkv = g.div(nx.h, g.div(H, Hkv));
-          w.tmaPrefetchTile(1, nx.bb, nkv0, nhkv);
-          w.tmaPrefetchTile(2, nx.bb, nkv0, nhkv);
+          w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+          w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
         });
         g.loop(it.len, [&](Value step) {
           Value n = g.add(first, step);
@@ -499,8 +500,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   };
 
   forItems([&](const Item &it, Value first) {
-    Value hkv = g.div(it.h, g.div(H, Hkv));
-    Value kv0 = g.mul(it.kv, g.idx(kBn));
+    Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
     if (tma) { // the producer's K and V for this item
       w.mbarWait(w.mbar(kFullKV), g.rem(it.index, g.idx(2)), g.idx(kFullKV),
                  {unit, it.bb, it.h, first});

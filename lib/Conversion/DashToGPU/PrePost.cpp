@@ -46,6 +46,8 @@ struct RowAccess {
       : k(k), b(k.b), loc(k.loc), V(d / 32), elt(elt) {}
 
   VectorType vec(Type t) { return VectorType::get({V}, t); }
+  /// The first of lane `lane`'s columns.
+  Value col(Value lane) { return k.g.mul(lane, k.g.idx(V)); }
   unsigned bytes(Type t) { return V * t.getIntOrFloatBitWidth() / 8; }
   /// The lane's V elements as f32.
   Value load(Value mem, ValueRange idx) {
@@ -219,13 +221,13 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
     warpRows(
         k, B, H, Sq, preRowsInFlight(D),
         [&](Value bb, Value h, Value s, Value lane) {
-          Value col = g.mul(lane, g.idx(row.V));
+          Value col = row.col(lane);
           return SmallVector<Value>{row.load(k.arg(kDO), {bb, s, h, col}),
                                     row.load(k.arg(kO), {bb, s, h, col}),
                                     g.load(k.arg(kLse), {bb, h, s})};
         },
         [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
-          Value col = g.mul(lane, g.idx(row.V));
+          Value col = row.col(lane);
           Value prod = arith::MulFOp::create(b, loc, in[0], in[1]);
           Value part = vector::ExtractOp::create(b, loc, prod, 0);
           for (int64_t i = 1; i < row.V; ++i)
@@ -257,7 +259,7 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
       warpRows(k, k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
                [&](Value bb, Value h, Value s, Value lane) {
                  row.store(row.zeros(), k.arg(acc),
-                           {bb, h, s, g.mul(lane, g.idx(row.V))});
+                           {bb, h, s, row.col(lane)});
                });
     zeroFlat(k, k.arg(kSem));
   };
@@ -276,11 +278,11 @@ void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
         k, B, H, Sq, kPostRowsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
           return SmallVector<Value>{row.load(
-              k.arg(kDqAcc), {bb, h, s, g.mul(lane, g.idx(row.V))})};
+              k.arg(kDqAcc), {bb, h, s, row.col(lane)})};
         },
         [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
           row.store(arith::MulFOp::create(b, loc, in[0], scale), k.arg(kDq),
-                    {bb, s, h, g.mul(lane, g.idx(row.V))});
+                    {bb, s, h, row.col(lane)});
         });
     // dK/dV from the per-query-head accumulators; a kernel that writes them
     // itself (dkdvDirect) does so unless H != H_kv.
@@ -293,7 +295,7 @@ void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
     }
     Value group = g.div(H, Hkv);
     warpRows(k, B, Hkv, Sk, [&](Value bb, Value hkv, Value s, Value lane) {
-      Value col = g.mul(lane, g.idx(row.V));
+      Value col = row.col(lane);
       Value h0 = g.mul(hkv, group);
       // Ascending query head: a fixed order.
       auto sums = scf::ForOp::create(
