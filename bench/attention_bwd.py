@@ -16,7 +16,10 @@ scripts/aot recorded in the kernels' manifests (bench/source_commit.py).
 
   PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
       [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
-      [--all-policies] [--no-flex] [--commit SHA]
+      [--all-policies] [--no-flex] [--commit SHA] [--variant NAME=DIR]...
+
+--variant NAME=DIR also times the kernel set in DIR in the same rounds (a
+same-call A/B: rows dash-SCHEDULE-{det,nondet}@NAME).
 """
 import argparse
 import json
@@ -81,13 +84,31 @@ def bits_equal(fn, repeats):
 _PTXAS = {}
 
 
-def ptxas_report(kernel):
+def ptxas_report(kdir, kernel):
     """The AOT step's ptxas report of the kernel's main entry (registers,
-    spill stores/loads, stack), from its manifest."""
-    if kernel not in _PTXAS:
-        with open(os.path.join(dash_attn.kernel_dir(), kernel + ".json")) as f:
-            _PTXAS[kernel] = json.load(f).get("ptxas", {}).get("main")
-    return _PTXAS[kernel]
+    spill stores/loads, stack), from its manifest in kernel directory kdir."""
+    key = (kdir, kernel)
+    if key not in _PTXAS:
+        with open(os.path.join(kdir, kernel + ".json")) as f:
+            _PTXAS[key] = json.load(f).get("ptxas", {}).get("main")
+    return _PTXAS[key]
+
+
+def with_runtime(rt, fn):
+    """fn, run with the runtime `rt` (another kernel directory) in place of
+    the device's cached one: a same-process A/B of two kernel sets, timed
+    round-robin with everything else in the cell (--variant)."""
+    from dash_attn import _runtime
+    idx = torch.cuda.current_device()
+
+    def call():
+        saved = _runtime._runtimes.get(idx)
+        _runtime._runtimes[idx] = rt
+        try:
+            return fn()
+        finally:
+            _runtime._runtimes[idx] = saved
+    return call
 
 
 def run_cell(d, mask, s, args, results):
@@ -164,40 +185,48 @@ def run_cell(d, mask, s, args, results):
         o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
             q, k, v, 0.0, causal, False, scale=scale)[:2]
     pols = ["auto"] + (POLICIES[mask] if args.all_policies else [])
-    for pol in pols:
-        for det in (True, False):
-            name = "dash-%s-%s" % (pol, "det" if det else "nondet")
-            fn = (lambda pol, det: lambda: dash_attn.attention_backward(
-                q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
-                scale=scale, deterministic=det, schedule=pol, layout="bhsd"))(pol, det)
-            try:
-                fn()
-            except (ValueError, RuntimeError) as e:
-                record(name, None, None, {"error": str(e).splitlines()[0][:120]})
-                continue
+    # The default kernels, then each --variant's, with the same schedules
+    # (rows dash-SCHEDULE-{det,nondet}@NAME).
+    kernel_sets = [("", None, dash_attn.kernel_dir())] + [
+        ("@" + name, rt, kdir) for name, rt, kdir in args.variant_runtimes]
+    runs = [(suffix, rt, kdir, pol, det) for suffix, rt, kdir in kernel_sets
+            for pol in pols for det in (True, False)]
+    for suffix, rt, kdir, pol, det in runs:
+        name = "dash-%s-%s%s" % (pol, "det" if det else "nondet", suffix)
+        fn = (lambda pol, det: lambda: dash_attn.attention_backward(
+            q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
+            scale=scale, deterministic=det, schedule=pol, layout="bhsd"))(pol, det)
+        check = (lambda pol, det: lambda: dash_attn.check_backward(
+            q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
+            scale=scale, deterministic=det, schedule=pol, layout="bhsd"))(pol, det)
+        if rt is not None:
+            fn, check = with_runtime(rt, fn), with_runtime(rt, check)
+        try:
+            fn()
+        except (ValueError, RuntimeError) as e:
+            record(name, None, None, {"error": str(e).splitlines()[0][:120]})
+            continue
 
-            def finish(ms, name=name, fn=fn, pol=pol, det=det):
-                eq = bits_equal(fn, args.repeats)
-                torch.cuda.reset_peak_memory_stats()
-                base = torch.cuda.memory_allocated()
-                fn()
-                # peak_extra_bytes: what torch allocated for the call (the
-                # three gradients). The workspace is the runtime's own
-                # allocation (outside torch's allocator): workspace_bytes is
-                # what the resolved kernel needs, the figure to hold against
-                # FA3's fp32 dQ accumulator + dPsum + lse + semaphores.
-                extra = {"peak_extra_bytes": torch.cuda.max_memory_allocated() - base}
-                try:  # a missing report costs this row's fields, not the sweep
-                    info = dash_attn.check_backward(
-                        q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
-                        scale=scale, deterministic=det, schedule=pol, layout="bhsd")
-                    extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
-                                 resolved_policy=info["policy"], num_units=info["num_units"],
-                                 ptxas_main=ptxas_report(info["kernel"]))
-                except (OSError, ValueError, RuntimeError) as e:
-                    extra["info_error"] = str(e).splitlines()[0][:120]
-                record(name, ms, eq, extra)
-            entries.append((name, fn, finish))
+        def finish(ms, name=name, fn=fn, check=check, kdir=kdir):
+            eq = bits_equal(fn, args.repeats)
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            fn()
+            # peak_extra_bytes: what torch allocated for the call (the
+            # three gradients). The workspace is the runtime's own
+            # allocation (outside torch's allocator): workspace_bytes is
+            # what the resolved kernel needs, the figure to hold against
+            # FA3's fp32 dQ accumulator + dPsum + lse + semaphores.
+            extra = {"peak_extra_bytes": torch.cuda.max_memory_allocated() - base}
+            try:  # a missing report costs this row's fields, not the sweep
+                info = check()
+                extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
+                             resolved_policy=info["policy"], num_units=info["num_units"],
+                             ptxas_main=ptxas_report(kdir, info["kernel"]))
+            except (OSError, ValueError, RuntimeError) as e:
+                extra["info_error"] = str(e).splitlines()[0][:120]
+            record(name, ms, eq, extra)
+        entries.append((name, fn, finish))
 
     times = timed_interleaved([fn for _, fn, _ in entries], args.runs)
     for (name, fn, finish), ms in zip(entries, times):
@@ -218,7 +247,17 @@ def main():
     ap.add_argument("--commit", default=os.environ.get("DASH_COMMIT"),
                     help="commit to record; default: the kernels' manifests' "
                          "source_commit (scripts/aot)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
+                    help="also time the kernels of DIR (the same schedules) as "
+                         "dash-*@NAME, round-robin with the rest of the cell")
     args = ap.parse_args()
+    from dash_attn import _runtime
+    args.variant_runtimes = []
+    for v in args.variant:
+        name, sep, kdir = v.partition("=")
+        if not sep or not name or not os.path.isdir(kdir):
+            ap.error("--variant wants NAME=DIR with an existing kernel directory, got %r" % v)
+        args.variant_runtimes.append((name, _runtime.Runtime(kernel_dir=kdir), kdir))
     if not args.commit:
         args.commit = source_commit.of_kernel_dir(dash_attn.kernel_dir())
     os.makedirs(args.out, exist_ok=True)

@@ -68,6 +68,19 @@ def time_call(d, mask, s, det, runs):
     return statistics.median(times), a.elapsed_time(e) / runs, host_us
 
 
+# ncu spells the duration's unit either way, depending on its version (the
+# H200's ncu of 2026-12-02 said "ns"; reading it as us made main 1000x slow).
+_TO_US = {"nsecond": 1e-3, "nsec": 1e-3, "ns": 1e-3, "usecond": 1.0, "usec": 1.0,
+          "us": 1.0, "msecond": 1e3, "msec": 1e3, "ms": 1e3}
+
+
+def duration_us(unit):
+    """The factor from ncu's duration unit to microseconds."""
+    if unit not in _TO_US:
+        raise ValueError("ncu reported gpu__time_duration in unknown unit %r" % unit)
+    return _TO_US[unit]
+
+
 def ncu_kernels(d, mask, s, det):
     """{kernel: {metric: value}} of the second call's three launches."""
     cmd = ["ncu", "--clock-control", "none", "--csv", "--kernel-name",
@@ -86,7 +99,7 @@ def ncu_kernels(d, mask, s, det):
         val = float(row["Metric Value"].replace(",", ""))
         unit = row.get("Metric Unit", "")
         if row["Metric Name"] == "gpu__time_duration.sum":
-            val *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(unit, 1.0)
+            val *= duration_us(unit)
         out.setdefault(name, {})[row["Metric Name"]] = val
     return out
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Same-call A/B table of a bench/attention_bwd.py sweep run with --variant:
+per cell, cuDNN and each kernel set's auto det / nondet TFLOP/s, the
+variants' change against the default set, and whether every set's
+deterministic runs were bitwise equal (torch-free).
+
+  python3 bench/compare_variants.py SWEEP.json [--variants NAME,...]
+
+Without --variants, every @NAME found in the file.
+"""
+import argparse
+import json
+import sys
+
+
+def cells_of(results):
+    cells = {}
+    for r in results:
+        cells.setdefault((r["d"], r["mask"], r["s"]), {})[r["impl"]] = r
+    return cells
+
+
+def variants_in(results):
+    return sorted({r["impl"].split("@", 1)[1] for r in results if "@" in r["impl"]})
+
+
+def tflops(cell, impl):
+    r = cell.get(impl)
+    return r["tflops"] if r and r.get("tflops") else None
+
+
+def table(results, variants):
+    """Markdown lines: one row per cell."""
+    sets = [""] + ["@" + v for v in variants]
+    head = ["d", "mask", "s", "cuDNN"]
+    for kind in ("det", "nondet"):
+        head += [kind + (s or " (default)") for s in sets]
+    lines = ["| " + " | ".join(head + ["bitwise"]) + " |", "|" + "---|" * (len(head) + 1)]
+    for key, cell in sorted(cells_of(results).items()):
+        row = [str(key[0]), key[1], str(key[2])]
+        cudnn = tflops(cell, "sdpa-cudnn")
+        row.append("%.1f" % cudnn if cudnn else "-")
+        for kind in ("det", "nondet"):
+            base = tflops(cell, "dash-auto-" + kind)
+            for s in sets:
+                v = tflops(cell, "dash-auto-%s%s" % (kind, s))
+                if v is None:
+                    row.append("-")
+                elif s and base:
+                    row.append("%.1f (%+.1f%%)" % (v, (v / base - 1) * 100))
+                else:
+                    row.append("%.1f" % v)
+        dets = [cell.get("dash-auto-det" + s) for s in sets]
+        row.append(str(all(r and r.get("bitwise_deterministic") for r in dets)))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sweep")
+    ap.add_argument("--variants", help="comma-separated NAMEs (default: all in the file)")
+    args = ap.parse_args(argv)
+    with open(args.sweep) as f:
+        results = json.load(f)["results"]
+    variants = args.variants.split(",") if args.variants else variants_in(results)
+    if not variants:
+        print("compare_variants: %s has no @NAME rows (run the sweep with --variant)"
+              % args.sweep, file=sys.stderr)
+        return 2
+    print("\n".join(table(results, variants)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
