@@ -243,10 +243,13 @@ std::string parseManifest(const std::string &text, const std::string &path,
   }
 
   if (const json::Value *map = root.get("dq_accum_map")) {
-    if (!map->isString() || (map->string != "panels8" && map->string != "swizzle128x32"))
-      return "field \"dq_accum_map\" must be \"panels8\" or \"swizzle128x32\"";
-    m.dqAccumMap = map->string == "panels8" ? Manifest::DqAccumMap::Panels8
-                                            : Manifest::DqAccumMap::Swizzle128x32;
+    if (!map->isString() || (map->string != "tiles" && map->string != "panels8" &&
+                             map->string != "swizzle128x32"))
+      return "field \"dq_accum_map\" must be \"tiles\", \"panels8\" or "
+             "\"swizzle128x32\"";
+    m.dqAccumMap = map->string == "tiles"     ? Manifest::DqAccumMap::Tiles
+                   : map->string == "panels8" ? Manifest::DqAccumMap::Panels8
+                                              : Manifest::DqAccumMap::Swizzle128x32;
   }
 
   if (const json::Value *model = root.get("model")) {

@@ -24,6 +24,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -319,9 +320,12 @@ struct WsKernel {
   bool dkdvDirect = false; // dk/dv written by the kernel when Hq == Hkv
   bool tensorMaps = false; // TMA kernels: room for their tensor maps,
                            // stats rows padded for them
+  bool dqTiles = false;    // dq_accum in the "tiles" layout: rows padded to
+                           // whole Q tiles
 };
 WsKernel wsKernel(const Manifest &m) {
-  return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps()};
+  return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps(),
+          m.dqAccumMap == Manifest::DqAccumMap::Tiles};
 }
 
 /// The seven maps (q, k, v, dO loads; dq_accum reduce-adds; lse_log2, dPsum
@@ -343,6 +347,9 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
   // strides, built from these sizes; the map clips at S_q).
   const int64_t statRows = k.tensorMaps ? (s.Sq + 3) / 4 * 4 : s.Sq;
   const bool noDkDv = k.dkdvDirect && s.Hq == s.Hkv;
+  // "tiles": each Q tile's block_m rows hold the whole tile (its last one
+  // too), added with 1-D bulk reduce-adds that nothing clips.
+  const int64_t dqRows = k.dqTiles ? M * k.blockM : s.Sq;
   const int64_t kvRows = noDkDv ? 0 : s.Sk,
                 kvSlack = noDkDv ? 0 : k.blockN * s.D;
   struct Buf {
@@ -353,7 +360,7 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
     int64_t eltBytes;
   };
   std::vector<Buf> bufs = {
-      {Role::DQAccum, {s.B, s.Hq, s.Sq, s.D}, 4, k.blockM * s.D, 4},
+      {Role::DQAccum, {s.B, s.Hq, dqRows, s.D}, 4, k.blockM * s.D, 4},
       {Role::DKAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
       {Role::DVAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
       {Role::DPSum, {s.B, s.Hq, statRows, 0}, 3, k.blockM, 4},
@@ -701,6 +708,7 @@ dash_status prepare(dash_runtime *rt, const dash_bwd_args *a, Plan &plan) {
     all.blockN = std::max(all.blockN, one.blockN);
     all.dkdvDirect = all.dkdvDirect && one.dkdvDirect;
     all.tensorMaps = all.tensorMaps || one.tensorMaps;
+    all.dqTiles = all.dqTiles || one.dqTiles;
   }
   plan.ws = workspaceLayout(plan.shape, all);
   if (!plan.ws.ok)
@@ -953,6 +961,9 @@ void packParams(const Manifest &m, const dash_bwd_args *a, const WsLayout &ws,
 // below the row's): one box is a whole Q tile stored panel by panel, the
 // kernels' unswizzled, bank-conflict-free staging layout; rows past S_q are
 // not written.
+// Kernels with the "tiles" dq_accum layout (Manifest::DqAccumMap::Tiles)
+// add whole tiles with 1-D bulk reduce-adds and read no map 4: it stays
+// zero.
 dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
                              const dash_bwd_args *a, const WsLayout &ws,
                              CUdeviceptr wsBase, CUtensorMap *out) {
@@ -1003,7 +1014,11 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
   const cuuint64_t D = cuuint64_t(a->q.shape[3]), Sq = cuuint64_t(a->q.shape[1]),
                    Hq = cuuint64_t(a->q.shape[2]), B = cuuint64_t(a->q.shape[0]);
   dash_status st;
-  if (m.dqAccumMap == Manifest::DqAccumMap::Swizzle128x32) { // older kernels
+  if (m.dqAccumMap == Manifest::DqAccumMap::Tiles) {
+    // Bulk reduce-adds: map 4 is not read (left zero).
+    std::memset(&out[4], 0, sizeof(CUtensorMap));
+    st = DASH_SUCCESS;
+  } else if (m.dqAccumMap == Manifest::DqAccumMap::Swizzle128x32) { // older kernels
     cuuint64_t dims[4] = {D, Sq, Hq, B};
     cuuint64_t strides[3] = {D * 4, Sq * D * 4, Hq * Sq * D * 4};
     cuuint32_t box[4] = {32, cuuint32_t(m.blockM), 1, 1};

@@ -406,12 +406,48 @@ TEST_F(MockDriverTensorMaps, DqAccumMapFollowsTheManifest) {
   EXPECT_EQ(dq.box[1], 64u);
   EXPECT_EQ(dq.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
 
-  writeTmaKernel(dir, name, "panels9");
+  writeTmaKernel(dir, name, "tile");
   dash_runtime *bad = nullptr;
   EXPECT_NE(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &bad), DASH_SUCCESS);
   EXPECT_NE(std::string(dash_runtime_last_error(nullptr)).find("dq_accum_map"),
             std::string::npos)
       << dash_runtime_last_error(nullptr);
+}
+
+// "tiles" (the TMA kernels since the 1-D bulk dQ reduce-adds): dq_accum's
+// rows are padded to whole Q tiles (a ragged S_q = 250 gets 256 rows of the
+// fixture's block_m = 64, so the last tile's bulk adds stay inside), no
+// dq_accum map is encoded, and its slot in the workspace copy is zero while
+// lse_log2 and dPsum keep slots 5 and 6.
+TEST_F(MockDriverTensorMaps, DqAccumTilesArePaddedAndNeedNoMap) {
+  load("tiles");
+  const int64_t B = 2, Sq = 250, Sk = 320, H = 4, Hkv = 2, D = 128;
+  dash_bwd_args a = makeArgs(B, Sq, Sk, H, Hkv, D);
+  dash_bwd_info info;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, &info), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
+  const auto &maps = *mock.tensorMaps();
+  ASSERT_EQ(maps.size(), 6u); // q, k, v, dO, lse_log2, dPsum
+  for (int i = 4; i < 6; ++i) {
+    EXPECT_EQ(maps[i].type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32)) << i;
+    EXPECT_EQ(maps[i].rank, 3u) << i;
+    EXPECT_EQ(maps[i].dims[0], uint64_t(Sq)) << i;
+  }
+  const std::vector<uint64_t> &P = (*mock.launches())[1].params;
+  ASSERT_EQ(P.size(), size_t(kSlots + 5));
+  // dq_accum (parameter 9): [B, H, 256, D], contiguous.
+  const size_t acc = 64 + 3 * 11;
+  std::vector<uint64_t> wantAcc = {0, uint64_t(B), uint64_t(H), 256, uint64_t(D),
+                                   uint64_t(H * 256 * D), uint64_t(256 * D), uint64_t(D), 1};
+  EXPECT_EQ(std::vector<uint64_t>(P.begin() + acc + 2, P.begin() + acc + 11), wantAcc);
+  const uint64_t *tm = reinterpret_cast<const uint64_t *>(P[kSlots]);
+  for (int w = 0; w < 16; ++w) // slot 4: zero
+    EXPECT_EQ(tm[16 * 4 + w], 0u) << w;
+  for (int slot = 5; slot < 7; ++slot) // the mock writes {address, call index}
+    EXPECT_EQ(tm[16 * slot], uint64_t(reinterpret_cast<uintptr_t>(maps[slot - 1].address)))
+        << slot;
+  // The padded rows are in the workspace the call reports.
+  EXPECT_GE(info.workspace_bytes, B * H * 256 * D * 4);
 }
 
 TEST_F(MockDriverTest, RequestedGridSizeAndItsLimit) {

@@ -74,10 +74,12 @@ struct Manifest {
   /// H_q == H_kv, so dk_accum/dv_accum need no rows then.
   bool dkdvDirect = false;
   /// TMA kernels: the view of dq_accum their reduce-adds expect. Optional
-  /// "dq_accum_map": "panels8" (5-D, one box per Q tile, unswizzled 8-column
-  /// panels); absent: "swizzle128x32", the 4-D map with 128B-swizzled
-  /// 32-column boxes of kernels built before it existed.
-  enum class DqAccumMap { Swizzle128x32, Panels8 } dqAccumMap =
+  /// "dq_accum_map": "tiles" (each Q tile's block_m rows hold the tile in
+  /// the kernel's staging order, added by 1-D bulk reduce-adds: rows padded
+  /// to whole tiles, no tensor map), "panels8" (5-D map, one box per Q tile,
+  /// unswizzled 8-column panels); absent: "swizzle128x32", the 4-D map with
+  /// 128B-swizzled 32-column boxes of kernels built before either existed.
+  enum class DqAccumMap { Swizzle128x32, Panels8, Tiles } dqAccumMap =
       DqAccumMap::Swizzle128x32;
   KernelEntry preprocess, main, postprocess;
   std::vector<Param> params;

@@ -195,10 +195,13 @@ struct ConvertDashToGPUPass
       if (tma)
         config.append("early_kv", b.getBoolAttr(kvEarly));
     }
-    // TMA kernels: how the dq_accum tensor map must view the workspace (the
-    // staging layout of the dQ reduce-adds; the runtime encodes it).
-    if (tma)
-      config.append("dq_accum_map", b.getStringAttr("panels8"));
+    // TMA WGMMA kernels keep dq_accum in their staging order, whole tiles
+    // (DqAccumLayout; the runtime pads its rows to block_m).
+    DqAccumLayout dqLayout;
+    if (tmaWgmma) {
+      dqLayout = {bm, D};
+      config.append("dq_accum_map", b.getStringAttr("tiles"));
+    }
     config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
     // The WGMMA main kernel writes dk/dv itself when H_q == H_kv (its
     // dk_accum/dv_accum may then be empty); the runtime sizes the workspace
@@ -211,7 +214,7 @@ struct ConvertDashToGPUPass
     SmallVector<Type> argTypes =
         kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0, tma);
     b.setInsertionPointToStart(gpuModule.getBody());
-    buildPreprocess(b, loc, argTypes, D, nthreads);
+    buildPreprocess(b, loc, argTypes, D, nthreads, dqLayout);
     if (useWgmma)
       buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, wgmmaConfig);
     else if (useSync)
@@ -219,7 +222,8 @@ struct ConvertDashToGPUPass
     else
       buildMainSimt(b, loc, argTypes, op, D, bm, bn, nthreads,
                     debugSpinLimit);
-    buildPostprocess(b, loc, argTypes, D, nthreads, /*dkdvDirect=*/useWgmma);
+    buildPostprocess(b, loc, argTypes, D, nthreads, /*dkdvDirect=*/useWgmma,
+                     dqLayout);
     op.erase();
     return success();
   }

@@ -44,7 +44,9 @@ inline const char *const kArgNames[kNumArgs] = {
     "lse",      "dq",       "dk",       "dv",       "dq_accum",
     "dk_accum", "dv_accum", "dpsum",    "lse_log2", "semaphores",
     "scale",    "debug",    "tensor_maps"};
-/// The CUtensorMaps of q, k, v, dO (loads), dq_accum (reduce-adds) and
+/// The CUtensorMaps of q, k, v, dO (loads), dq_accum (slot 4: unused since
+/// the TMA kernels add dQ tiles with 1-D bulk reduce-adds into the "tiles"
+/// layout; the runtime still encodes it for manifests built before) and
 /// lse_log2, dPsum (loads), 128 B each, as i64 words.
 constexpr int64_t kTensorMapCount = 7, kTensorMapDqAcc = 4,
                   kTensorMapLse2 = 5, kTensorMapDPsum = 6;
@@ -389,14 +391,30 @@ inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
 }
 
 
+/// How dq_accum ([B, H, rows, D] f32, contiguous) holds dQ. Row-major
+/// (tileRows = 0): element (b, h, s, c) is dQ's. "tiles" (the TMA WGMMA
+/// kernels, tileRows = their Q tile rows bm; rows = S_q rounded up to bm):
+/// the bm * D floats from row t * bm hold Q tile t in the main kernel's dQ
+/// staging order, so one warpgroup's part of a tile is one contiguous bulk
+/// reduce-add: two parts of 64 rows (the tile's row halves at bm = 128, its
+/// column halves at bm = 64), each [part columns / 8][64][8].
+struct DqAccumLayout {
+  int64_t tileRows = 0;
+  int64_t d = 0;
+  bool tiles() const { return tileRows != 0; }
+  bool partsByRows() const { return tileRows == 128; }
+  int64_t partCols() const { return partsByRows() ? d : d / 2; }
+};
+
 /// The elementwise kernels around the main one (PrePost.cpp): dPsum,
 /// lse_log2 and zeroed workspace; dQ (and, from the workspace, dK/dV) in
 /// the output type. dkdvDirect: the main kernel writes dk/dv when
 /// H == H_kv, so the postprocess leaves them alone then.
 void buildPreprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
-                     int64_t d, int64_t threads);
+                     int64_t d, int64_t threads, DqAccumLayout dqLayout);
 void buildPostprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
-                      int64_t d, int64_t threads, bool dkdvDirect);
+                      int64_t d, int64_t threads, bool dkdvDirect,
+                      DqAccumLayout dqLayout);
 
 /// The CUDA-core main kernel (MainSimt.cpp): any tile, `threads` threads.
 void buildMainSimt(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,

@@ -25,9 +25,10 @@
 //    dQ split by rows).
 //  * The dQ partial goes registers -> shared (f32, staging buffer = hand-off
 //    parity); that buffer's reducer warp waits for the row's turn
-//    (deterministic: the semaphore equals the rank), adds the tile (TMA: one
-//    5-D tensor reduce-add of the whole tile from lane 0; cp.async kernels:
-//    one `cp.reduce.async.bulk ... add.f32` per row from every lane), frees
+//    (deterministic: the semaphore equals the rank), adds the tile (TMA: lane
+//    0, one 1-D `cp.reduce.async.bulk ... add.f32` per warpgroup's part, the
+//    workspace holding each tile in the staging order; cp.async kernels:
+//    one per row from every lane), frees
 //    the buffer once the copies have read it, waits for the adds to complete
 //    and releases the row. Named barriers, one pair per warpgroup's part of
 //    each buffer, hand the staging buffer between the two sides (FULL: MMA ->
@@ -53,7 +54,8 @@ using namespace mlir::dash::detail::wgmma;
 
 int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm,
                                              const WgmmaConfig &config) {
-  // + slack to align the base
+  // + one swizzle atom of slack (kept from when the base was aligned at
+  // run time)
   return SmemLayout{d, bm, config.tma, config.dsBufs, config.dqBufs}.end() +
          kAlign;
 }
@@ -83,11 +85,15 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   bool det = op.getDeterministic();
   bool bottomRight = op.getEffectiveAlign() == CausalAlign::BottomRight;
 
-  // 1024-aligned base of the dynamic shared window.
-  Value raw = memref::ExtractAlignedPointerAsIndexOp::create(
-      b, loc, k.dynamicShared());
-  w.base = g.mul(g.div(g.add(raw, g.idx(kAlign - 1)), g.idx(kAlign)),
-                 g.idx(kAlign));
+  // The 1024-aligned shared window (a constant address). Its alignment is
+  // declared; thread 0 traps if a loader ever placed it otherwise (every
+  // swizzled tile would be wrong).
+  Value window = w.alignedSharedWindow();
+  w.base = window;
+  g.when(g.andI(k.isThread0(),
+                g.lt(g.idx(0), arith::AndIOp::create(b, loc, window,
+                                                     g.idx(kAlign - 1)))),
+         [&] { LLVM::Trap::create(b, loc); });
   auto at = [&](int64_t off) { return g.add(w.base, g.idx(off)); };
 
   Value Sq = k.dim(kQ, 1), H = k.dim(kQ, 2), Sk = k.dim(kK, 1),
@@ -193,7 +199,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     g.when(lead, [&] {
       // The runtime rewrites the maps at the same workspace address before
       // every call: make this call's bytes the ones the TMA unit reads (the
-      // loads' maps; the reducers fence the dq_accum map).
+      // loads' maps; the dQ reduce-adds use none).
       for (int i = 0; i < kTensorMapCount; ++i)
         if (i != kTensorMapDqAcc)
           NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
@@ -279,12 +285,6 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     Value rlane = g.rem(rtid, g.idx(32));
     Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         rlane, g.idx(0));
-    if (tma) // this call's dq_accum map (see the producer's fences)
-      g.when(lane0, [&] {
-        NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
-                                          w.tensorMap(kTensorMapDqAcc),
-                                          w.c32(128));
-      });
     // Both warpgroups' parts start free; the reducer waits for both parts
     // of a hand-off and frees both.
     auto bothParts = [&](function_ref<void(Value)> f) {
@@ -308,9 +308,12 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 if (det)
                   rank = rankOf(it, qt);
               }
-              bothParts([&](Value wgPart) {
-                w.barSync(bufBarrier(kBarFull, buf, wgPart), kHandOffThreads);
-              });
+              // TMA kernels read the hand-off's fields once the first part
+              // is in (MMA thread 0 wrote them before its FULL arrival).
+              w.barSync(bufBarrier(kBarFull, buf, g.idx(0)), kHandOffThreads);
+              if (!tma)
+                w.barSync(bufBarrier(kBarFull, buf, g.idx(1)),
+                          kHandOffThreads);
               if (tma) {
                 // Lane 0 alone reads the fields (it alone waits, adds and
                 // releases): one shared atomic per field on the ordered
@@ -341,24 +344,55 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
               Value staging =
                   g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0))));
               if (tma) {
-                // Lane 0 alone: the rank wait, one tensor reduce-add of the
-                // tile (rows past S_q are clipped by the map), and the release.
-                // The warp reconverges before the EMPTY arrival (a warp's bar
-                // arrival counts all its lanes).
+                // Lane 0 alone: the rank wait, then per warpgroup part (16
+                // KiB, contiguous here and in dq_accum's tile, "tiles"
+                // layout) one bulk reduce-add as soon as that part is in:
+                // part 0's add runs while warpgroup 1 still stores part 1.
+                // Rows past S_q land in dq_accum's padding. The warp
+                // reconverges before each barrier (a warp's bar arrival
+                // counts all its lanes).
+                // The row's tile among the unit's (b, h) rows of tiles: the
+                // index of its semaphore and of its dq_accum tile (both
+                // contiguous workspace buffers), in 32 bits.
+                Value tile = arith::AddIOp::create(
+                    b, loc,
+                    arith::MulIOp::create(
+                        b, loc,
+                        arith::AddIOp::create(
+                            b, loc,
+                            arith::MulIOp::create(b, loc, w.i32of(it.bb),
+                                                  w.i32of(H)),
+                            w.i32of(it.h)),
+                        w.i32of(k.dim(kSem, 2))),
+                    w.i32of(qt));
                 if (det)
-                  semPtr = k.elementPtr(k.arg(kSem), {it.bb, it.h, qt});
-                g.when(lane0, [&] {
-                  if (det) {
-                    k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
-                    NVVM::FenceProxyOp::create(
-                        b, loc, NVVM::ProxyKind::async_global, nullptr);
+                  semPtr = w.linearPtr(kSem, tile, 4);
+                for (int64_t part = 0; part < 2; ++part) {
+                  if (part == 1) {
+                    w.syncWarp();
+                    w.barSync(bufBarrier(kBarFull, buf, g.idx(1)),
+                              kHandOffThreads);
                   }
-                  w.tmaReduceTile(staging, it.bb, q0, it.h);
-                  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-                  // The staging buffer is free once read.
-                  NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
-                                                       b.getUnitAttr());
-                });
+                  g.when(lane0, [&] {
+                    if (det && part == 0) {
+                      k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                      NVVM::FenceProxyOp::create(
+                          b, loc, NVVM::ProxyKind::async_global, nullptr);
+                    }
+                    Value dst = w.linearPtr(kDqAcc, tile, L.dQBytes(), 1);
+                    if (part == 1)
+                      dst = LLVM::GEPOp::create(
+                          b, loc, dst.getType(), w.i32, dst,
+                          ArrayRef<LLVM::GEPArg>{L.dQPartBytes() / 4});
+                    w.bulkReduceAdd(
+                        dst, g.add(staging, g.idx(part * L.dQPartBytes())),
+                        w.c32(L.dQPartBytes()));
+                    NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+                    if (part == 1) // the staging buffer is free once read
+                      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
+                                                           b.getUnitAttr());
+                  });
+                }
                 w.syncWarp();
                 bothParts([&](Value wgPart) {
                   w.barArrive(bufBarrier(kBarEmpty, buf, wgPart),
@@ -431,7 +465,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           ctx, NVVM::SetMaxRegisterAction::increase));
   // Per-thread values (fragment coordinates, swizzled addresses,
   // descriptors) are rebuilt inside every step from an opaque copy of the
-  // thread id and of the shared base: otherwise LLVM hoists the dozens of
+  // thread id and of the window address: otherwise LLVM hoists the dozens of
   // 64-bit addresses out of the walk and the accumulators spill.
   Value wg, wi, lane, fragRow, fragCol, wgRows;
   auto threadValues = [&](Value t) {
@@ -455,7 +489,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // dQ = dS K is split between the warpgroups by Q rows when the Q tile has
   // 128 (warpgroup w: rows 64w.., all D columns) and by D columns when it
   // has 64 (all rows, columns w D/2..; D = 64: 64 B into the single panel).
-  const bool dqByRows = bm == 128;
+  const bool dqByRows = DqAccumLayout{bm, D}.partsByRows();
   const int64_t dqN = dqByRows ? D : D / 2;
   auto dqBDesc = [&] { // K as the N-major B
     if (dqByRows)
@@ -480,7 +514,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   // 8(r/4) + fragCol + r%2.
   auto rowOf = [&](int64_t r) { return g.add(fragRow, g.idx(8 * ((r / 2) % 2))); };
   auto colOf = [&](int64_t r) { return g.add(fragCol, g.idx(8 * (r / 4) + r % 2)); };
-  Value tidMma = tid, baseMma = w.base;
+  Value tidMma = tid;
 
   auto loadStep = [&](const Item &it, Value qt, Value buf) {
     Value q0 = g.mul(qt, g.idx(bm));
@@ -525,7 +559,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value accV = acc[0], accK = acc[1];
           tid = w.opaque(tidMma);
-          w.base = w.opaque(baseMma);
+          w.base = w.opaque(window);
           threadValues(tid);
           Value qt, buf;
           if (tma) {
@@ -766,14 +800,12 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Value staging =
               g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
           // Byte offset of the pair (rowOf(r), colOf(r)) in the staging tile.
-          // TMA kernels: 8-column panels (SmemLayout::dQBytes); colBase is a
-          // multiple of 8, so pair r lies in panel colBase/8 + r/4, column
-          // fragCol: one per-thread offset, the rest constants. cp.async
-          // kernels: padded rows.
+          // TMA kernels: this warpgroup's part (SmemLayout::dQBytes), pair r
+          // in its panel r/4, column fragCol: one per-thread offset, the
+          // rest constants. cp.async kernels: padded rows.
           Value threadOff =
-              tma ? g.add(g.add(g.mul(g.div(colBase, g.idx(8)),
-                                      g.idx(L.dQPanel())),
-                                g.mul(g.add(rowBase, fragRow), g.idx(32))),
+              tma ? g.add(g.add(g.mul(wg, g.idx(L.dQPartBytes())),
+                                g.mul(fragRow, g.idx(32))),
                           g.mul(fragCol, g.idx(4)))
                   : Value();
           auto pairOffset = [&](int64_t r) -> Value {
@@ -817,7 +849,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             w.mbarArrive(w.mbar(kEmptyQ, buf));
           scf::YieldOp::create(b, loc, ValueRange{accV, accK});
           tid = tidMma;
-          w.base = baseMma;
+          w.base = window;
         });
     // Done with K and V: the producer may load the next item's (early
     // release: the walk's last step did, unless it was empty).

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -211,9 +212,51 @@ void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
 }
 } // namespace
 
+/// The memref indices of dq_accum's element for dQ (bb, h, s, col): `col`
+/// the first of a lane's V columns, which lie in one 8-column panel of one
+/// part in the tiles layout (V = D / 32 <= 4), so the lane's access stays
+/// one vector. Every extent is a power of two: shifts and masks, no
+/// division per row.
+static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
+                                       Value bb, Value h, Value s, Value col) {
+  if (!l.tiles())
+    return {bb, h, s, col};
+  LoopGen &g = k.g;
+  auto log2 = [](int64_t n) {
+    assert(llvm::isPowerOf2_64(n) && "a power-of-two extent");
+    return int64_t(llvm::Log2_64(n));
+  };
+  auto shr = [&](Value x, int64_t n) -> Value {
+    return arith::ShRUIOp::create(k.b, k.loc, x, g.idx(log2(n)));
+  };
+  auto low = [&](Value x, int64_t n) -> Value {
+    (void)log2(n); // asserts the power of two
+    return arith::AndIOp::create(k.b, k.loc, x, g.idx(n - 1));
+  };
+  auto shl = [&](Value x, int64_t n) -> Value {
+    return arith::ShLIOp::create(k.b, k.loc, x, g.idx(log2(n)));
+  };
+  Value r = low(s, l.tileRows), q0 = g.sub(s, r);
+  Value part, rp, cp;
+  if (l.partsByRows()) {
+    part = shr(r, 64);
+    rp = low(r, 64);
+    cp = col;
+  } else {
+    part = shr(col, l.partCols());
+    rp = r;
+    cp = low(col, l.partCols());
+  }
+  // part * 64 * partCols + (cp / 8) * 512 + rp * 8 + cp % 8
+  Value f = g.add(g.add(shl(part, 64 * l.partCols()), shl(shr(cp, 8), 512)),
+                  g.add(shl(rp, 8), low(cp, 8)));
+  return {bb, h, g.add(q0, shr(f, l.d)), low(f, l.d)};
+}
+
 void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                                          ArrayRef<Type> argTypes, int64_t D,
-                                         int64_t threads) {
+                                         int64_t threads,
+                                         DqAccumLayout dqLayout) {
   auto body = [&](Kernel &k, RowAccess &row) {
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2);
@@ -251,8 +294,20 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                    memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
                                            ValueRange{bb, h, s});
                  });
+          // Row s of the buffer (in the tiles layout not dQ's row s, but
+          // every row below S_q is zeroed all the same).
           row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
         });
+    // The tiles layout pads dq_accum's rows to whole tiles: those past S_q
+    // (none when block_m divides S_q) in a loop of their own (measured: a
+    // separate pass over all of dq_accum cost 18-20 us per call).
+    if (dqLayout.tiles()) {
+      Value pad = g.sub(k.dim(kDqAcc, 2), Sq);
+      warpRows(k, B, H, pad, [&](Value bb, Value h, Value p, Value lane) {
+        row.store(row.zeros(), k.arg(kDqAcc),
+                  {bb, h, g.add(Sq, p), row.col(lane)});
+      });
+    }
     // dK/dV accumulators: their rows come from their own descriptors (none
     // when the main kernel writes dk/dv itself).
     for (Arg acc : {kDkAcc, kDvAcc})
@@ -268,7 +323,8 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
 
 void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
                                           ArrayRef<Type> argTypes, int64_t D,
-                                          int64_t threads, bool dkdvDirect) {
+                                          int64_t threads, bool dkdvDirect,
+                                          DqAccumLayout dqLayout) {
   auto body = [&](Kernel &k, RowAccess &row) {
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
@@ -277,8 +333,9 @@ void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
     warpRows(
         k, B, H, Sq, kPostRowsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
-          return SmallVector<Value>{row.load(
-              k.arg(kDqAcc), {bb, h, s, row.col(lane)})};
+          return SmallVector<Value>{
+              row.load(k.arg(kDqAcc),
+                       dqAccumIndex(k, dqLayout, bb, h, s, row.col(lane)))};
         },
         [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
           row.store(arith::MulFOp::create(b, loc, in[0], scale), k.arg(kDq),

@@ -70,17 +70,22 @@ struct SmemLayout {
   int64_t dsBytes() const { return kBn * bm * 2; }
   int64_t dsT(int64_t buf = 0) const { return dO(2) + buf * dsBytes(); }
   int64_t dQ(int64_t buf = 0) const { return dsT(dsBufs) + buf * dQBytes(); }
-  /// The f32 dQ staging tile. TMA kernels: d/8 panels of [bm][8] (32-B rows,
-  /// no swizzle): a warp's 8-byte fragment stores of one accumulator pair
-  /// cover 8 consecutive rows of one panel, 256 contiguous bytes, so every
-  /// half-warp hits 32 different banks (the 128B-swizzled 32-column panels
-  /// this replaces were 2-way conflicted); the whole tile goes to global
-  /// memory in one tensor reduce-add (dq_accum map: panels as a dimension).
+  /// The f32 dQ staging tile. TMA kernels: two parts, one per MMA
+  /// warpgroup (its 64 rows x dQ columns of the tile: D/2 columns when the
+  /// warpgroups split dQ by columns, all D when they split it by rows, at
+  /// 128-row Q tiles), each dqN/8 unswizzled panels of [64][8] (32-B rows): a
+  /// warp's 8-byte fragment stores of one accumulator pair cover 8
+  /// consecutive rows of one panel, 256 contiguous bytes, so every half-warp
+  /// hits 32 different banks. The workspace's dq_accum holds every Q tile in
+  /// this same byte order (the "tiles" layout, docs/Runtime.md), so a part
+  /// goes to global memory as one contiguous 1-D bulk reduce-add.
   /// cp.async kernels: rows padded by 32 B (4 rows x 32 B per half-warp, 32
   /// banks), one bulk reduce-add per row.
   int64_t dQRow() const { return d * 4 + 32; }
-  int64_t dQPanel() const { return bm * 32; }
-  int64_t dQBytes() const { return tma ? d / 8 * dQPanel() : bm * dQRow(); }
+  static constexpr int64_t kDqPartRows = 64;
+  int64_t dQPanel() const { return kDqPartRows * 32; }
+  int64_t dQPartBytes() const { return bm * d * 4 / 2; }
+  int64_t dQBytes() const { return tma ? 2 * dQPartBytes() : bm * dQRow(); }
   /// The swizzle (TMA's and wgmma's) is relative to 1024-byte atoms: every
   /// swizzled buffer must start on one.
   bool swizzleAligned() const {
@@ -414,16 +419,54 @@ struct WgmmaBuilder {
         NVVM::CTAGroupKindAttr(), Value());
   }
 
-  /// TMA reduce-add of the f32 staging tile at `src` (D/8 panels of
-  /// [rows][8]) into rows [row0, row0 + Q tile rows) of head `head`, batch
-  /// `bb`: one copy, the dq_accum map being 5-D (column in panel, row,
-  /// panel, head, batch); rows past S_q are clipped.
-  void tmaReduceTile(Value src, Value bb, Value row0, Value head) {
-    NVVM::CpAsyncBulkTensorReduceOp::create(
-        b, loc, tensorMap(kTensorMapDqAcc), sh(src), NVVM::TMAReduxKind::ADD,
-        NVVM::TMAStoreMode::TILE,
-        ValueRange{c32(0), i32of(row0), c32(0), i32of(head), i32of(bb)},
-        Value());
+  /// The shared address (index) of the kernel's shared window: a zero-size
+  /// shared global of the kernel's gpu.module declared 1024-byte aligned
+  /// (the 128B swizzle atom), so the base of every buffer is a link-time
+  /// constant, not a value computed at entry. A computed base stayed live
+  /// across the roles and ptxas spilled it, and a dozen values with it, on
+  /// the MMA side of most deterministic D = 128 kernels (bench/NOTES.md
+  /// section 14). The window symbol is the start of the dynamic shared
+  /// memory (the kernels declare no other shared variable).
+  Value alignedSharedWindow() {
+    auto module = k.func->getParentOfType<gpu::GPUModuleOp>();
+    StringRef name = "__dash_shared_window";
+    auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+    if (!global) {
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(module.getBody());
+      global = LLVM::GlobalOp::create(
+          b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+          /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
+          /*alignment=*/kAlign, /*addrSpace=*/3);
+    }
+    // To i64 directly: an extension of a 32-bit address would be a computed
+    // value to ptxas, kept live instead of rematerialised.
+    Value ptr = LLVM::AddressOfOp::create(b, loc, global);
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        LLVM::PtrToIntOp::create(b, loc, i64, ptr).getResult());
+  }
+  /// Pointer (address space `as`) to byte `index * bytes` of a contiguous
+  /// workspace memref: i32 index, one wide multiply-add (the reducers'
+  /// dq_accum tiles and semaphores; their 40 registers spilled around the
+  /// descriptors' 64-bit stride arithmetic).
+  Value linearPtr(Arg a, Value index32, int64_t bytes, unsigned as = 0) {
+    Value base = toI64(memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, k.arg(a)));
+    Value off = arith::MulIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i64, index32),
+        arith::ConstantIntOp::create(b, loc, bytes, 64));
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(ctx, as),
+        arith::AddIOp::create(b, loc, base, off).getResult());
+  }
+  /// One bulk reduce-add (f32, in L2) of `bytes` contiguous bytes of shared
+  /// memory at `src` into global memory at `dst` (16-byte aligned, a
+  /// multiple of 16 bytes); completes in the issuing thread's bulk group.
+  void bulkReduceAdd(Value dst, Value src, Value bytes) {
+    ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+        "[$0], [$1], $2;",
+        {dst, sh(src), bytes});
   }
   /// TMA of the Q tile's bm f32 values of a [B, H, S_q] workspace vector
   /// (map `i`: lse_log2 or dPsum) into `dst`; rows past S_q arrive as

@@ -21,7 +21,8 @@
 // CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
-// Lane 0 writes dPsum and lse_log2; every lane zeroes its part of dq_accum.
+// Lane 0 writes dPsum and lse_log2; every lane zeroes its part of row s of
+// dq_accum.
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %arg12
 // CHECK: memref.store %{{.*}}, %arg13
@@ -30,16 +31,40 @@
 // CHECK: arith.cmpi uge
 // CHECK: arith.select
 // CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : index, index, index
-// dk_accum and dv_accum, then the semaphores.
+// The "tiles" layout pads dq_accum's rows to whole Q tiles: rows S_q + p
+// for p below (its rows - S_q); then dk_accum, dv_accum, the semaphores.
+// CHECK: %[[ROWS:.*]] = memref.dim %arg9, %c2
+// CHECK-NEXT: %[[PAD:.*]] = arith.subi %[[ROWS]], %[[SQ:.*]] : index
+// CHECK: %[[PADROW:.*]] = arith.addi %[[SQ]], %{{.*}} : index
+// CHECK: vector.store %{{.*}}, %arg9[%{{.*}}, %{{.*}}, %[[PADROW]], %{{.*}}] {alignment = 16 : i64}
 // CHECK: vector.store %{{.*}}, %arg10
 // CHECK: vector.store %{{.*}}, %arg11
 // CHECK: memref.collapse_shape %arg14
 // CHECK: gpu.return
 
 // CHECK-LABEL: gpu.func @dash_bwd_postprocess
-// CHECK: scf.for {{.*}} -> (index, index, index) {
+// CHECK: scf.for {{.*}} iter_args(%[[B:.*]] = %{{.*}}, %[[H:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (index, index, index) {
 // CHECK-NOT: arith.divui
-// CHECK: vector.load %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
+// dq_accum in the "tiles" layout (D = 128, 64-row Q tiles): row s of column
+// c = 4 lane is element ((c / 64) * 4096 + (c % 64 / 8) * 512 + (s % 64) * 8
+// + c % 8) of the tile from row s - s % 64, by shifts and masks.
+// CHECK: %[[C:.*]] = arith.muli %{{.*}}, %c4 : index
+// CHECK: %[[R:.*]] = arith.andi %[[S]], %c63 : index
+// CHECK: %[[Q0:.*]] = arith.subi %[[S]], %[[R]] : index
+// CHECK: %[[PART:.*]] = arith.shrui %[[C]], %c6 : index
+// CHECK: %[[CP:.*]] = arith.andi %[[C]], %c63 : index
+// CHECK: %[[POFF:.*]] = arith.shli %[[PART]], %c12 : index
+// CHECK: %[[PANEL:.*]] = arith.shrui %[[CP]], %c3 : index
+// CHECK: %[[PANOFF:.*]] = arith.shli %[[PANEL]], %c9 : index
+// CHECK: %[[HI:.*]] = arith.addi %[[POFF]], %[[PANOFF]] : index
+// CHECK: %[[ROFF:.*]] = arith.shli %[[R]], %c3 : index
+// CHECK: %[[CL:.*]] = arith.andi %[[CP]], %c7 : index
+// CHECK: %[[LO:.*]] = arith.addi %[[ROFF]], %[[CL]] : index
+// CHECK: %[[F:.*]] = arith.addi %[[HI]], %[[LO]] : index
+// CHECK: %[[FR:.*]] = arith.shrui %[[F]], %c7 : index
+// CHECK: %[[ROW:.*]] = arith.addi %[[Q0]], %[[FR]] : index
+// CHECK: %[[COL:.*]] = arith.andi %[[F]], %c127 : index
+// CHECK: vector.load %arg9[%[[B]], %[[H]], %[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
 // CHECK-COUNT-3: scf.if %{{.*}} -> (vector<4xf32>) {
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<4xf32>
 // CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
@@ -63,6 +88,13 @@
 // D64: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // D64: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
 // D64: gpu.func @dash_bwd_postprocess
+// 128-row Q tiles: the parts are the tile's row halves (part = s % 128 / 64,
+// its row s % 64), all 64 columns each.
+// D64: %[[R:.*]] = arith.andi %{{.*}}, %c127 : index
+// D64: %[[PART:.*]] = arith.shrui %[[R]], %c6 : index
+// D64: %[[RP:.*]] = arith.andi %[[R]], %c63 : index
+// D64: arith.shli %[[PART]], %c12 : index
+// D64: arith.shli %[[RP]], %c3 : index
 // D64: vector.load %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
 // D64-COUNT-3: scf.if %{{.*}} -> (vector<2xf32>) {
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>

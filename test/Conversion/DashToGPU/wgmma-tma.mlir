@@ -44,9 +44,21 @@
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
 
-// CHECK: dash.config = {{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}shared_bytes = 231504 : i64
+// CHECK: dash.config = {{{.*}}dq_accum_map = "tiles"{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}shared_bytes = 231504 : i64
+// The shared window: a zero-size shared global declared 1024-byte aligned,
+// whose address (a constant) is every buffer's base; thread 0 traps should
+// a loader ever place it otherwise.
+// CHECK: llvm.mlir.global internal @__dash_shared_window() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK: gpu.func @dash_bwd_main(
 // CHECK-SAME: %arg16: memref<112xi64> {dash.name = "tensor_maps"}
+// CHECK: %[[WIN:.*]] = llvm.mlir.addressof @__dash_shared_window : !llvm.ptr<3>
+// CHECK: %[[WIN64:.*]] = llvm.ptrtoint %[[WIN]] : !llvm.ptr<3> to i64
+// CHECK: %[[WINI:.*]] = arith.index_cast %[[WIN64]] : i64 to index
+// CHECK: %[[LOW:.*]] = arith.andi %[[WINI]], %c1023 : index
+// CHECK-NEXT: %[[OFF:.*]] = arith.cmpi sgt, %[[LOW]], %c0 : index
+// CHECK-NEXT: %[[BAD:.*]] = arith.andi %{{.*}}, %[[OFF]] : i1
+// CHECK-NEXT: scf.if %[[BAD]] {
+// CHECK-NEXT: llvm.intr.trap
 // Thread 0: FULL_Q (the producer's expect-tx arrival), EMPTY_Q (256 MMA
 // threads) per stage, FULL_KV, EMPTY_KV; then the whole CTA syncs.
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
@@ -112,17 +124,25 @@
 // panels of 64 columns x 128 rows, 64 KiB) once EMPTY_KV allows; per step Q
 // and dO (2 x 2 panels x 64 rows, 32 KiB) and the 64 lse_log2 and dPsum
 // values (maps 5 and 6, 3-D), 33280 bytes in all, no cp.async.
-// The reducers (warps 8 and 9): lane 0 acquires the dq_accum map (map 4),
-// then per hand-off of its buffer: FULL, the rank spin, one 5-D tensor
-// reduce-add of the whole staging tile (rows past S_q are clipped by the
-// map), the read wait; the warp reconverges before its EMPTY arrival (a
-// warp's arrival counts all its lanes); lane 0 waits for the adds and
-// releases the row.
+// The reducers (warps 8 and 9), per hand-off of their buffer: FULL of
+// warpgroup 0's part (barrier 3 + 6 buf), the rank spin, one 1-D bulk
+// reduce-add of that part (16 KiB: 64 rows x 64 columns of f32, contiguous in
+// the staging tile and, "tiles" layout, in dq_accum from the tile's row qt *
+// 64); the warp reconverges, FULL of warpgroup 1's part (5 + 6 buf), its add
+// at row qt * 64 + 32 (its 16 KiB) from 16 KiB into the staging tile, the
+// read wait; the warp reconverges before its EMPTY arrivals (a warp's arrival
+// counts all its lanes); lane 0 waits for the adds and releases the row. No
+// tensor map: the dq_accum map is neither fenced nor read.
 // The hand-off's Q tile and rank come with it (no schedule evaluated here).
 // CHECK: nvvm.setmaxregister  decrease 40
-// CHECK: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
+// CHECK-NOT: nvvm.fence.proxy.acquire
+// CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
+// CHECK-NOT: nvvm.fence.proxy.acquire
 // CHECK-NOT: arith.divui
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;"
+// CHECK: %[[P0:.*]] = arith.addi %{{.*}}, %c3_i32 : i32
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%[[P0]], %c160_i32
 // CHECK-NOT: arith.divui
 // Lane 0 alone reads the two fields; the other lanes take zeros.
 // CHECK: scf.if %{{.*}} -> (i32, i32)
@@ -131,12 +151,34 @@
 // CHECK: llvm.atomicrmw add %{{.*}}, %c0_i32 syncscope("block") monotonic : !llvm.ptr<3>, i32
 // CHECK: } else {
 // CHECK-NEXT: scf.yield %c0_i32, %c0_i32
+// The row's tile, (b * H + h) * ceil(S_q / 64) + Q tile in 32 bits, numbers
+// its semaphore (4 B each) and its dq_accum tile (32 KiB each).
+// CHECK: %[[M:.*]] = memref.dim %arg14, %c2
+// CHECK-NEXT: %[[M32:.*]] = arith.index_cast %[[M]] : index to i32
+// CHECK-NEXT: %[[BHM:.*]] = arith.muli %{{.*}}, %[[M32]] : i32
+// CHECK-NEXT: %[[TILE:.*]] = arith.addi %[[BHM]], %{{.*}}#0 : i32
+// CHECK: %[[T64:.*]] = arith.extui %[[TILE]] : i32 to i64
+// CHECK-NEXT: arith.muli %[[T64]], %c4_i64 : i64
 // CHECK: llvm.load %{{.*}} atomic syncscope("device") acquire
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
-// CHECK: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c0_i32, %{{.*}}, %c0_i32, %{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
+// CHECK-NEXT: memref.extract_aligned_pointer_as_index %arg9
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: arith.muli %[[T64]], %c32768_i64 : i64
+// CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32 : !llvm.ptr<1>, !llvm.ptr<3>, i32)
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.bar.warp.sync
+// CHECK-NEXT: %[[P1:.*]] = arith.addi %{{.*}}, %c5_i32 : i32
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%[[P1]], %c160_i32
+// CHECK-NEXT: scf.if
+// CHECK: arith.muli %[[T64]], %c32768_i64 : i64
+// CHECK: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+// CHECK-NEXT: arith.addi %{{.*}}, %c16384 : index
+// CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32 : !llvm.ptr<1>, !llvm.ptr<3>, i32)
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.reduce
 // CHECK-NEXT: nvvm.bar.warp.sync
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
@@ -209,14 +251,17 @@
 // DQ1-NOT: ro(%c1_i32, %c256_i32
 // DQ1: scf.yield
 // The MMA side's final wait on its part of the one staging buffer, then one
-// reducer warp, which waits for both parts (FULL barriers 3 and 5, constant
-// ids) and frees both (EMPTY 2 and 4).
+// reducer warp, which waits for each part (FULL barriers 3 and 5, constant
+// ids), adds it, and frees both (EMPTY 2 and 4).
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c160_i32
 // DQ1-NEXT: } else {
 // DQ1: arith.cmpi slt, %thread_id_x, %c288 : index
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c160_i32
-// DQ1-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
-// DQ1: nvvm.cp.async.bulk.tensor.reduce
+// Part 0 (rows 0-63 of the 128-row tile: the first 16 KiB), then part 1.
+// DQ1: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32
+// DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
+// DQ1: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+// DQ1: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32
 // DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64, ds_buffers = 1 : i64{{.*}}shared_bytes = 199760 : i64
 // DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2, or 0 for the default (got 3)
 // DQ1CPASYNC: error: 'dash.scheduled_attention_bwd' op dq-buffers=1 needs mma=wgmma with loads=tma
@@ -274,7 +319,8 @@
 // PTX-DAG: mbarrier.arrive.expect_tx
 // PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: fence.proxy.tensormap::generic.acquire.gpu
-// PTX-DAG: cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group
+// PTX-DAG: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
+// PTX-NOT: cp.reduce.async.bulk.tensor
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,

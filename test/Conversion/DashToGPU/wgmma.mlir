@@ -167,8 +167,9 @@
 // D64BM64: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n64k16
 // D64BM64: nvvm.wgmma.wait.group.sync.aligned 1
 // D64BM64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
-// D = 64: one 5-D tensor reduce-add of the 8 eight-column panels.
-// D64BM64: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c0_i32, %{{.*}}, %c0_i32, %{{.*}}, %{{.*}}]
+// D = 64 on 64-row Q tiles: each warpgroup's part is 64 rows x 32 columns
+// (8 KiB), one bulk reduce-add each, no tensor reduce-add.
+// D64BM64-COUNT-2: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c8192_i32
 // D64BM64-NOT: nvvm.cp.async.bulk.tensor.reduce
 // D64: block_m = 128 : i64, block_n = 128 : i64
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
