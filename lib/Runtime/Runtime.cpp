@@ -24,7 +24,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
 #include <cstring>
 #include <map>
