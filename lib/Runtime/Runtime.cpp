@@ -699,20 +699,19 @@ dash_status prepare(dash_runtime *rt, const dash_bwd_args *a, Plan &plan) {
     return st;
   if (dash_status st = selectCandidates(rt, a, plan.shape, plan.candidates))
     return st;
-  WsKernel all; // the layout must serve every candidate
-  all.dkdvDirect = true;
+  // The workspace must serve every candidate: the largest of their layouts.
+  // (A layout for the candidates' largest block sizes is not that: with a
+  // larger block_m a kernel needs fewer semaphores, so a smaller-block
+  // candidate could need more than it.)
+  plan.ws = WsLayout();
   for (int k : plan.candidates) {
-    WsKernel one = wsKernel(rt->kernels[k]);
-    all.blockM = std::max(all.blockM, one.blockM);
-    all.blockN = std::max(all.blockN, one.blockN);
-    all.dkdvDirect = all.dkdvDirect && one.dkdvDirect;
-    all.tensorMaps = all.tensorMaps || one.tensorMaps;
-    all.dqTiles = all.dqTiles || one.dqTiles;
+    WsLayout one = workspaceLayout(plan.shape, wsKernel(rt->kernels[k]));
+    if (!one.ok)
+      return fail(DASH_ERROR_INVALID_ARGUMENT,
+                  "problem too large: workspace size overflows");
+    if (!plan.ws.ok || one.total > plan.ws.total)
+      plan.ws = one;
   }
-  plan.ws = workspaceLayout(plan.shape, all);
-  if (!plan.ws.ok)
-    return fail(DASH_ERROR_INVALID_ARGUMENT,
-                "problem too large: workspace size overflows");
   // Validate the problem itself once more through the schedule library (same
   // limits the kernels' index math was written for).
   sched::Problem p = makeProblem(plan.shape, rt->kernels[plan.candidates[0]], 1);
@@ -1234,7 +1233,7 @@ dash_status dash_workspace_bytes(dash_runtime *rt, const dash_bwd_args *args,
   Plan plan;
   if (dash_status st = prepare(rt, args, plan))
     return st;
-  *out_bytes = plan.ws.total; // max over the candidate kernels' block sizes
+  *out_bytes = plan.ws.total; // the largest candidate kernel's layout
   return DASH_SUCCESS;
 }
 

@@ -116,6 +116,55 @@ TEST(RuntimeWorkspace, DirectDkDvKernelsNeedNoDkDvAccumulatorsWithoutGqa) {
   rmdir(dir.c_str());
 }
 
+// dash_workspace_bytes serves every kernel auto may pick: the largest of
+// their layouts. Here the descending kernel has 128-row Q tiles, the
+// ascending one 64: the 64-row kernel needs twice the semaphores, more than
+// the larger block's slack makes up at B * H * S_q = 2^21, so a layout for the
+// largest block sizes alone (what the runtime used to report) fell short.
+TEST(RuntimeWorkspace, TheReportServesTheLargestCandidate) {
+  char tmpl[] = "/tmp/dash-rt-mixedXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const char *names[2] = {"d128_causal_br_ascending_det", "d128_causal_br_descending_det"};
+  for (const char *name : names) {
+    std::ifstream in(kernelDir() + "/" + name + ".json");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (std::string(name).find("descending") != std::string::npos) {
+      const std::string from = "\"block_m\": 64";
+      size_t at = text.find(from);
+      ASSERT_NE(at, std::string::npos);
+      text.replace(at, from.size(), "\"block_m\": 128");
+    }
+    std::ofstream(dir + "/" + name + ".json") << text;
+    std::ofstream(dir + "/" + name + ".cubin") << "x"; // read only at launch
+  }
+  dash_runtime *rt = nullptr;
+  ASSERT_EQ(dash_runtime_create(dir.c_str(), &rt), DASH_SUCCESS)
+      << dash_runtime_last_error(nullptr);
+  dash_bwd_args a = makeArgs(8, 16384, 16384, 16, 16, 128);
+  int64_t perKernel[2] = {0, 0};
+  const dash_policy pols[2] = {DASH_POLICY_ASCENDING, DASH_POLICY_DESCENDING};
+  for (int i = 0; i < 2; ++i) {
+    a.policy = pols[i];
+    dash_bwd_info info;
+    ASSERT_EQ(dash_attention_bwd_check(rt, &a, &info), DASH_SUCCESS)
+        << dash_runtime_last_error(rt);
+    EXPECT_EQ(info.block_m, i == 0 ? 64 : 128);
+    perKernel[i] = info.workspace_bytes;
+  }
+  EXPECT_GT(perKernel[0], perKernel[1]); // the 64-row kernel needs more
+  a.policy = DASH_POLICY_AUTO;
+  int64_t bytes = 0;
+  ASSERT_EQ(dash_workspace_bytes(rt, &a, &bytes), DASH_SUCCESS) << dash_runtime_last_error(rt);
+  EXPECT_EQ(bytes, std::max(perKernel[0], perKernel[1]));
+  dash_runtime_destroy(rt);
+  for (const char *name : names) {
+    std::remove((dir + "/" + name + ".json").c_str());
+    std::remove((dir + "/" + name + ".cubin").c_str());
+  }
+  rmdir(dir.c_str());
+}
+
 // One rule per case: mutate valid args, expect the code and a message that
 // names the argument.
 struct Rule {

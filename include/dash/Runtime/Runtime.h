@@ -157,7 +157,7 @@ DASH_API dash_status dash_attention_bwd_check(dash_runtime *rt, const dash_bwd_a
 DASH_API dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args, void *stream,
                                         dash_bwd_info *out_info);
 
-/* Workspace a call with these args needs (block_m of the selected kernel). */
+/* Workspace a call with these args needs: the largest of the kernels it may select. */
 DASH_API dash_status dash_workspace_bytes(dash_runtime *rt, const dash_bwd_args *args,
                                           int64_t *out_bytes);
 
