@@ -226,15 +226,18 @@ class TensorMeta:
             raise TypeError("%s must be a torch.Tensor, got %s" % (name, type(x).__name__))
         # str() of a dtype or device is the slow part of a call's host path
         # (nine tensors per call): memoised per object.
-        dtype, device = x.dtype, x.device
-        dname = _DTYPE_NAMES.get(dtype)
-        if dname is None:
-            dname = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
-        dev = _DEVICE_NAMES.get(device)
-        if dev is None:
-            dev = _DEVICE_NAMES[device] = str(device)
+        dname = _memo(_DTYPE_NAMES, x.dtype, lambda d: str(d).replace("torch.", ""))
+        dev = _memo(_DEVICE_NAMES, x.device, str)
         return cls(name, x.data_ptr(), map(int, x.shape), map(int, x.stride()),
                    dname, dev)
+
+
+def _memo(table, key, make):
+    """table[key], made by make(key) the first time."""
+    value = table.get(key)
+    if value is None:
+        value = table[key] = make(key)
+    return value
 
 
 _DTYPE_NAMES = {}
@@ -266,14 +269,13 @@ def parse_schedule(schedule):
     if not isinstance(schedule, str):
         raise ValueError("schedule must be a string (%s), got %r"
                          % (", ".join(POLICIES), schedule))
-    policy = _POLICY_CODES.get(schedule)
-    if policy is None:
+    def parse(name):
         out = ctypes.c_int()
-        if not lib().dash_policy_parse(schedule.encode(), ctypes.byref(out)):
+        if not lib().dash_policy_parse(name.encode(), ctypes.byref(out)):
             raise ValueError("schedule %r is unknown; use one of %s"
-                             % (schedule, ", ".join(POLICIES)))
-        policy = _POLICY_CODES[schedule] = out.value
-    return policy
+                             % (name, ", ".join(POLICIES)))
+        return out.value
+    return _memo(_POLICY_CODES, schedule, parse)
 
 
 _POLICY_CODES = {}  # the C parser's answers for the names it accepted

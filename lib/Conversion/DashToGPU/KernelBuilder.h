@@ -399,11 +399,14 @@ inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
 /// reduce-add: two parts of 64 rows (the tile's row halves at bm = 128, its
 /// column halves at bm = 64), each [part columns / 8][64][8].
 struct DqAccumLayout {
+  static constexpr int64_t kPartRows = 64, kPanelCols = 8;
   int64_t tileRows = 0;
   int64_t d = 0;
   bool tiles() const { return tileRows != 0; }
-  bool partsByRows() const { return tileRows == 128; }
+  bool partsByRows() const { return tileRows == 2 * kPartRows; }
   int64_t partCols() const { return partsByRows() ? d : d / 2; }
+  int64_t partFloats() const { return kPartRows * partCols(); }
+  int64_t panelFloats() const { return kPartRows * kPanelCols; }
 };
 
 /// The elementwise kernels around the main one (PrePost.cpp): dPsum,

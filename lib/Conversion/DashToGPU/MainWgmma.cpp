@@ -311,10 +311,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
               // TMA kernels read the hand-off's fields once the first part
               // is in (MMA thread 0 wrote them before its FULL arrival).
               w.barSync(bufBarrier(kBarFull, buf, g.idx(0)), kHandOffThreads);
-              if (!tma)
+              if (!tma) {
                 w.barSync(bufBarrier(kBarFull, buf, g.idx(1)),
                           kHandOffThreads);
-              if (tma) {
+              } else {
                 // Lane 0 alone reads the fields (it alone waits, adds and
                 // releases): one shared atomic per field on the ordered
                 // chain instead of a warp's 32.
@@ -340,7 +340,6 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                   rank = toIndex(fields.getResult(1));
               }
               Value semPtr;
-              Value q0 = g.mul(qt, g.idx(bm));
               Value staging =
                   g.add(at(L.dQ()), g.mul(buf, g.idx(L.dQ(1) - L.dQ(0))));
               if (tma) {
@@ -416,6 +415,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                 NVVM::FenceProxyOp::create(
                     b, loc, NVVM::ProxyKind::async_global, nullptr);
               }
+              Value q0 = g.mul(qt, g.idx(bm));
               Value qRows = g.minIdx(g.idx(bm), g.sub(Sq, q0));
               // Opaque lane: the staging-row addresses stay in the step
               // (hoisted, they outlive the reducer's registers and spill).

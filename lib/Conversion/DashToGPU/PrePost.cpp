@@ -236,20 +236,23 @@ static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
   auto shl = [&](Value x, int64_t n) -> Value {
     return arith::ShLIOp::create(k.b, k.loc, x, g.idx(log2(n)));
   };
+  const int64_t rows = DqAccumLayout::kPartRows,
+                cols = DqAccumLayout::kPanelCols;
   Value r = low(s, l.tileRows), q0 = g.sub(s, r);
   Value part, rp, cp;
   if (l.partsByRows()) {
-    part = shr(r, 64);
-    rp = low(r, 64);
+    part = shr(r, rows);
+    rp = low(r, rows);
     cp = col;
   } else {
     part = shr(col, l.partCols());
     rp = r;
     cp = low(col, l.partCols());
   }
-  // part * 64 * partCols + (cp / 8) * 512 + rp * 8 + cp % 8
-  Value f = g.add(g.add(shl(part, 64 * l.partCols()), shl(shr(cp, 8), 512)),
-                  g.add(shl(rp, 8), low(cp, 8)));
+  // part * partFloats + (cp / 8) * panelFloats + rp * 8 + cp % 8
+  Value f = g.add(g.add(shl(part, l.partFloats()),
+                        shl(shr(cp, cols), l.panelFloats())),
+                  g.add(shl(rp, cols), low(cp, cols)));
   return {bb, h, g.add(q0, shr(f, l.d)), low(f, l.d)};
 }
 

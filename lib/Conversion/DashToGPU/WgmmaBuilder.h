@@ -82,9 +82,8 @@ struct SmemLayout {
   /// cp.async kernels: rows padded by 32 B (4 rows x 32 B per half-warp, 32
   /// banks), one bulk reduce-add per row.
   int64_t dQRow() const { return d * 4 + 32; }
-  static constexpr int64_t kDqPartRows = 64;
-  int64_t dQPanel() const { return kDqPartRows * 32; }
-  int64_t dQPartBytes() const { return bm * d * 4 / 2; }
+  int64_t dQPanel() const { return DqAccumLayout{bm, d}.panelFloats() * 4; }
+  int64_t dQPartBytes() const { return DqAccumLayout{bm, d}.partFloats() * 4; }
   int64_t dQBytes() const { return tma ? 2 * dQPartBytes() : bm * dQRow(); }
   /// The swizzle (TMA's and wgmma's) is relative to 1024-byte atoms: every
   /// swizzled buffer must start on one.
