@@ -94,12 +94,48 @@ struct ConvertDashToGPUPass
     // (FlashAttention-3's hdim-64 form: +1..11%). Elsewhere one dS^T buffer
     // and two staging buffers.
     bool tmaWgmma = useWgmma && tma;
+    if (dqKvSplit < -1 || dqKvSplit > 1)
+      return op.emitOpError() << "dq-kv-split must be 0 or 1, or -1 for the "
+                                 "default (got "
+                              << int64_t(dqKvSplit) << ")";
+    if (dqKvSplit == 1 && !(tmaWgmma && bm == 128))
+      return op.emitOpError()
+             << "dq-kv-split=1 needs mma=wgmma with loads=tma and 128-row Q "
+                "tiles (D = 64; got "
+             << bm << " rows at D = " << D << ")";
+    bool kvSplit = dqKvSplit == 1;
+    if (wgTurns < -1 || wgTurns > 1)
+      return op.emitOpError() << "wg-turns must be 0 or 1, or -1 for the "
+                                 "default (got "
+                              << int64_t(wgTurns) << ")";
+    // With dQ split by rows the warpgroups meet at the dS^T barrier every
+    // step: turns would only add a second meeting.
+    if (wgTurns == 1 && !kvSplit)
+      return op.emitOpError() << "wg-turns=1 needs dq-kv-split=1";
+    bool turns = wgTurns == 1;
+    if (statsInAcc < -1 || statsInAcc > 2)
+      return op.emitOpError() << "stats-in-acc must be 0, 1 or 2, or -1 for "
+                                 "the default (got "
+                              << int64_t(statsInAcc) << ")";
+    if (statsInAcc > 0 && !tmaWgmma)
+      return op.emitOpError() << "stats-in-acc=" << int64_t(statsInAcc)
+                              << " needs mma=wgmma with loads=tma";
+    // Default: dPsum in the accumulator where the statistics were read at
+    // use (128-row Q tiles, D = 64: +10..20%); at D = 128 they are read
+    // ahead and it measured even (bench/NOTES.md section 15).
+    int64_t statsAcc = statsInAcc >= 0 ? int64_t(statsInAcc)
+                                       : (tmaWgmma && bm == 128 ? 1 : 0);
+    // Each warpgroup reads only its own dS^T rows, after its own previous dQ
+    // has completed: a second dS^T buffer would have no use.
+    if (kvSplit && dsBuffers == 2)
+      return op.emitOpError() << "ds-buffers=2 has no use with dq-kv-split=1 "
+                                 "(a warpgroup reads only its own dS^T rows)";
     int64_t dqBufs = dqBuffers;
     if (dqBufs == 0)
       dqBufs = tmaWgmma && D == 64 && bm == 128 ? 1 : 2;
     int64_t dsBufs = dsBuffers;
     if (dsBufs == 0)
-      dsBufs = tmaWgmma && (D == 128 || (D == 64 && bm == 128)) &&
+      dsBufs = !kvSplit && tmaWgmma && (D == 128 || (D == 64 && bm == 128)) &&
                        wgmmaSharedBytes(D, bm, {tma, 2, 240, dqBufs}) <=
                            kMaxShared
                    ? 2
@@ -156,7 +192,8 @@ struct ConvertDashToGPUPass
     // sync: K, V, Q, dO (input type), P^T, dS^T, dS (input type).
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
-    WgmmaConfig wgmmaConfig{tma, dsBufs, regs, dqBufs, kvEarly};
+    WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
+                            kvEarly, kvSplit, turns, statsAcc};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -194,6 +231,12 @@ struct ConvertDashToGPUPass
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma)
         config.append("early_kv", b.getBoolAttr(kvEarly));
+      if (bm == 128 && tma)
+        config.append("dq_kv_split", b.getBoolAttr(kvSplit));
+      if (tma)
+        config.append("stats_in_acc", b.getI64IntegerAttr(statsAcc));
+      if (kvSplit)
+        config.append("wg_turns", b.getBoolAttr(turns));
     }
     // TMA WGMMA kernels keep dq_accum in their staging order, whole tiles
     // (DqAccumLayout; the runtime pads its rows to block_m).

@@ -458,6 +458,18 @@ struct WgmmaConfig {
   /// TMA kernels: the item's last dQ frees K and V (the next item's K/V
   /// load overlaps the last hand-off and the dK/dV epilogue).
   bool earlyKV = false;
+  /// 128-row Q tiles: each MMA warpgroup computes dQ of the whole tile over
+  /// its own 64 KV rows (reading only its own dS^T rows), and warpgroup 1
+  /// adds its partial onto warpgroup 0's in the staging buffer, so the
+  /// warpgroups never meet at a dS^T barrier (dq-kv-split=1).
+  bool dqKvSplit = false;
+  /// With dqKvSplit: the warpgroups take turns issuing each step's S^T and
+  /// dP^T, so their exp2/dS math alternates with the other's products.
+  bool wgTurns = false;
+  /// Row statistics as accumulator starts (stats-in-acc): 1, dP^T's starts
+  /// at dPsum and accumulates -V dO^T (the dS pass reads no dPsum); 2, also
+  /// S^T's at -lse_log2 / (scale log2 e) (the exp2 pass reads no lse_log2).
+  int64_t statsInAcc = 0;
 };
 /// Shared memory of the main kernel.
 int64_t wgmmaSharedBytes(int64_t d, int64_t bm, const WgmmaConfig &config);

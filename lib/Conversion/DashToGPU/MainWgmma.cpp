@@ -67,6 +67,21 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                         const WgmmaConfig &config) {
   const bool tma = config.tma;
   const bool earlyKV = config.earlyKV;
+  // dq-kv-split: each warpgroup's dQ covers the whole Q tile over its own KV
+  // rows; warpgroup 0 stores its partial, warpgroup 1 adds its own onto it
+  // and hands the tile to the reducer.
+  const bool split = config.dqKvSplit;
+  // wg-turns: the warpgroups alternate issuing a step's S^T and dP^T.
+  const bool turns = config.wgTurns;
+  // stats-in-acc: dP^T's accumulator starts at dPsum and the products are
+  // subtracted (acc = dPsum - dP^T), so the dS pass loads no dPsum; at 2
+  // S^T's starts at -lse_log2 / c (c = scale log2 e), so P = exp2(c acc)
+  // and the exp2 pass loads no lse_log2. The loads move ahead of the
+  // products, whose accumulators hold the values: no registers of their
+  // own, no load-to-use stall in the passes (at D = 64 they were read at
+  // use, 32 of each per thread and step).
+  const bool dpsAcc = config.statsInAcc >= 1;
+  const bool lseAcc = config.statsInAcc >= 2;
   const int64_t dsBufs = config.dsBufs;
   OpBuilder::InsertionGuard guard(b);
   Kernel k(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads, spinLimit);
@@ -111,9 +126,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   };
   // `first` counts the unit's steps before the item: step s of the item is
   // hand-off number first + s (its dQ staging buffer is that mod 2).
+  // Returns the unit's step count.
   auto forItems = [&](function_ref<void(const Item &, Value first)> body) {
     Value numItems = k.numItems(op, map, unit);
-    scf::ForOp::create(
+    return scf::ForOp::create(
         b, loc, g.idx(0), numItems, g.idx(1), ValueRange{g.idx(0)},
         [&](OpBuilder &nb, Location, Value item, ValueRange count) {
           OpBuilder::InsertionGuard ig(b);
@@ -122,7 +138,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           Item item4{it.bb, it.h, it.kv, it.len, item};
           body(item4, count[0]);
           scf::YieldOp::create(b, loc, g.add(count[0], item4.len));
-        });
+        })
+        .getResult(0);
   };
   // Barrier ids of warpgroup `wg`'s part of dQ staging buffer `buf`
   // (indices).
@@ -286,9 +303,10 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     Value lane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         rlane, g.idx(0));
     // Both warpgroups' parts start free; the reducer waits for both parts
-    // of a hand-off and frees both.
+    // of a hand-off and frees both. dq-kv-split: warpgroup 0 alone waits for
+    // the buffer (EMPTY) and warpgroup 1 alone hands it over (FULL).
     auto bothParts = [&](function_ref<void(Value)> f) {
-      for (int64_t part = 0; part < 2; ++part)
+      for (int64_t part = 0; part < (split ? 1 : 2); ++part)
         f(g.idx(part));
     };
     bothParts([&](Value wgPart) {
@@ -310,7 +328,8 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
               }
               // TMA kernels read the hand-off's fields once the first part
               // is in (MMA thread 0 wrote them before its FULL arrival).
-              w.barSync(bufBarrier(kBarFull, buf, g.idx(0)), kHandOffThreads);
+              w.barSync(bufBarrier(kBarFull, buf, g.idx(split ? 1 : 0)),
+                        kHandOffThreads);
               if (!tma) {
                 w.barSync(bufBarrier(kBarFull, buf, g.idx(1)),
                           kHandOffThreads);
@@ -366,7 +385,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                     w.i32of(qt));
                 if (det)
                   semPtr = w.linearPtr(kSem, tile, 4);
-                for (int64_t part = 0; part < 2; ++part) {
+                // dq-kv-split: the whole tile is in at once, one add.
+                const int64_t adds = split ? 1 : 2;
+                const int64_t addBytes =
+                    split ? L.dQBytes() : L.dQPartBytes();
+                for (int64_t part = 0; part < adds; ++part) {
                   if (part == 1) {
                     w.syncWarp();
                     w.barSync(bufBarrier(kBarFull, buf, g.idx(1)),
@@ -383,11 +406,11 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                       dst = LLVM::GEPOp::create(
                           b, loc, dst.getType(), w.i32, dst,
                           ArrayRef<LLVM::GEPArg>{L.dQPartBytes() / 4});
-                    w.bulkReduceAdd(
-                        dst, g.add(staging, g.idx(part * L.dQPartBytes())),
-                        w.c32(L.dQPartBytes()));
+                    w.bulkReduceAdd(dst,
+                                    g.add(staging, g.idx(part * addBytes)),
+                                    w.c32(addBytes));
                     NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
-                    if (part == 1) // the staging buffer is free once read
+                    if (part == adds - 1) // the buffer is free once read
                       NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,
                                                            b.getUnitAttr());
                   });
@@ -515,6 +538,18 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   auto rowOf = [&](int64_t r) { return g.add(fragRow, g.idx(8 * ((r / 2) % 2))); };
   auto colOf = [&](int64_t r) { return g.add(fragCol, g.idx(8 * (r / 4) + r % 2)); };
   Value tidMma = tid;
+  // stats-in-acc=2: S^T's accumulator starts at lse_log2 times -1 / c.
+  Value negInvScaleLog2 =
+      lseAcc ? arith::DivFOp::create(b, loc, g.f32(-1.0), scaleLog2).getResult()
+             : Value();
+  // wg-turns: the first turn is warpgroup 0's (warpgroup 1 arrives for it
+  // at the unit's first step; warpgroup 0 takes the matching extra turn at
+  // the end). Both as predicated instructions, not branches, and the first
+  // inside the walk: a barrier before the walk, branch or not, tipped
+  // ptxas into spilling 50-90 MMA-side values per kernel.
+  auto turnBarrier = [&](Value wgOf) {
+    return arith::AddIOp::create(b, loc, w.c32(kBarTurn), w.i32of(wgOf));
+  };
 
   auto loadStep = [&](const Item &it, Value qt, Value buf) {
     Value q0 = g.mul(qt, g.idx(bm));
@@ -533,7 +568,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   };
 
-  forItems([&](const Item &it, Value first) {
+  Value unitSteps = forItems([&](const Item &it, Value first) {
     Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
     if (tma) { // the producer's K and V for this item
       w.mbarWait(w.mbar(kFullKV), g.rem(it.index, g.idx(2)), g.idx(kFullKV),
@@ -615,7 +650,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // spill: those are read where they are used.
           const bool statsAhead = bm == 64;
           SmallVector<Value> lseV, dpsV;
-          if (statsAhead)
+          if (statsAhead && !lseAcc)
             lseV = loadStats(lseBase);
           // Column colOf(r) of the accumulator is stats[2 (r / 4) + r % 2].
           auto statOf = [&](ArrayRef<Value> v, Value base, int64_t r) {
@@ -635,22 +670,61 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // tensor cores.
           // One committed group of A_w B^T over K = D (K-major A and B:
           // k-step kk is 32 B into panel kk / 4).
+          // init: the accumulator's start, or none; negate: subtract the
+          // products.
           auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
-                                 WgmmaBuilder::Desc bDesc) {
-            Value acc = w.freshAcc(bm);
+                                 WgmmaBuilder::Desc bDesc, Value init,
+                                 bool negate) {
+            Value acc = init ? init : w.freshAcc(bm);
             for (int64_t kk = 0; kk < D / 16; ++kk) {
               int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
               int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
               acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
-                            false, false, kk == 0);
+                            false, false, kk == 0 && !init, negate);
             }
             NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
             return acc;
           };
+          // wg-turns: wait for this warpgroup's turn, issue, pass the turn:
+          // the tensor cores run one warpgroup's S^T/dP^T after the
+          // other's, so each one's exp2 pass overlaps the other's products.
+          if (turns) {
+            Value n32 = w.i32of(g.add(first, step));
+            w.ptx("{\n.reg .pred p, q;\nsetp.eq.b32 p, $0, 0;\nsetp.ne.b32 "
+                  "q, $1, 0;\nand.pred p, p, q;\n@p barrier.arrive $2, "
+                  "$3;\n}",
+                  {n32, w.i32of(wg), w.c32(kBarTurn), w.c32(kMmaThreads)});
+            w.barSync(turnBarrier(wg), kMmaThreads);
+          }
+          // stats-in-acc: the accumulators start at this thread's values
+          // (its Q columns, read in pairs: register r holds column
+          // colOf(r)). S^T's (level 2) before the fence. dP^T's (level 1)
+          // after S^T is issued, so its loads run under S^T; ptxas then
+          // waits for S^T to complete before issuing dP^T (the writes of an
+          // accumulator inside the wgmma sequence), which measured better
+          // than writing it before the fence too: the loads there delay S^T
+          // (bench/NOTES.md section 15).
+          auto accStart = [&](Value base, Value times) -> Value {
+            SmallVector<Value> v = loadStats(base);
+            Value acc = LLVM::PoisonOp::create(b, loc, w.accType(bm));
+            for (int64_t r = 0; r < bm / 2; ++r) {
+              Value x = v[2 * (r / 4) + r % 2];
+              acc = LLVM::InsertValueOp::create(
+                  b, loc, acc, times ? g.mul(x, times) : x, r);
+            }
+            return acc;
+          };
+          Value lseInit = lseAcc ? accStart(lseBase, negInvScaleLog2) : Value();
+          Value dpsInit =
+              lseAcc && dpsAcc ? accStart(dpsBase, Value()) : Value();
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value S = rowsTimesQT(kRowsDesc, qd);
-          Value dP = rowsTimesQT(vRowsDesc, od);
+          Value S = rowsTimesQT(kRowsDesc, qd, lseInit, false);
+          if (dpsAcc && !lseAcc)
+            dpsInit = accStart(dpsBase, Value());
+          Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+          if (turns)
+            w.barArrive(turnBarrier(g.sub(g.idx(1), wg)), kMmaThreads);
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
           // row % 8 of every fragment row is lane / 4).
@@ -680,10 +754,15 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             SmallVector<Value> P;
             for (int64_t r = 0; r < bm / 2; ++r) {
               Value qc = colOf(r);
-              // One FFMA: S * scale * log2(e) - lse_log2.
-              Value p = k.exp2(LLVM::FMAOp::create(
-                  b, loc, w.elem(S, r), scaleLog2,
-                  arith::NegFOp::create(b, loc, statOf(lseV, lseBase, r))));
+              // One FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2:
+              // the accumulator is S - lse_log2 / c, one FMUL).
+              Value p = k.exp2(
+                  lseAcc ? g.mul(w.elem(S, r), scaleLog2)
+                         : LLVM::FMAOp::create(
+                               b, loc, w.elem(S, r), scaleLog2,
+                               arith::NegFOp::create(
+                                   b, loc, statOf(lseV, lseBase, r)))
+                               .getResult());
               if (masked) { // 32-bit: positions are below S < 2^31
                 Value gq = g.add(m.q0, w.i32of(qc));
                 Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));
@@ -736,7 +815,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
             issueDv();
           // dPsum while dP^T finishes (earlier, it would outlive the
           // registers).
-          if (statsAhead)
+          if (statsAhead && !dpsAcc)
             dpsV = loadStats(dpsBase);
           // S^T, dP^T done (dV may still run).
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : 0);
@@ -746,15 +825,20 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // With two dS^T buffers this step's was last read by step n - 2's
           // dQ, which both warpgroups finished before step n - 1's barrier
           // ahead of dQ: no barrier here.
-          if (tma && dsBufs == 1)
+          if (tma && dsBufs == 1 && !split)
             w.barSync(kBarMma, kMmaThreads);
           // dS^T goes to shared memory for dQ and stays in registers as the
           // A of dK += dS^T Q.
           for (int64_t r = 0; r < bm / 2; r += 2) {
             Value ds[2];
+            // dpsum-in-acc: the accumulator is dPsum - dP^T.
             for (int64_t u = 0; u < 2; ++u)
-              ds[u] = g.mul(ifMask.getResult(r + u),
-                            g.sub(w.elem(dP, r + u), statOf(dpsV, dpsBase, r + u)));
+              ds[u] = dpsAcc ? g.mul(ifMask.getResult(r + u),
+                                     arith::NegFOp::create(
+                                         b, loc, w.elem(dP, r + u)))
+                             : g.mul(ifMask.getResult(r + u),
+                                     g.sub(w.elem(dP, r + u),
+                                           statOf(dpsV, dpsBase, r + u)));
             storePair(dsTile(buf), r, ds[0], ds[1]);
             dsA.push_back(w.packBf16(ds[0], ds[1]));
           }
@@ -767,15 +851,46 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // B N-major). Tensor-core order: dV, dQ, dK. dQ is waited for
           // alone (wait_group 1), so its hand-off to the reducer (staging
           // store, barriers) runs while dK is still on the tensor cores.
-          w.barSync(kBarMma, kMmaThreads);
+          // dq-kv-split: only this warpgroup's own dS^T rows, synced among
+          // its 128 threads.
+          if (split)
+            w.barSync(arith::AddIOp::create(b, loc, w.c32(kBarDsWg),
+                                            w.i32of(wg)),
+                      128);
+          else
+            w.barSync(kBarMma, kMmaThreads);
           qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value dq = w.freshAcc(dqN);
-          WgmmaBuilder::Desc dsMDesc = dqADesc(buf), kB = dqBDesc();
-          for (int64_t kk = 0; kk < kBn / 16; ++kk)
-            dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
-                         w.descAt(kB, kk * 16 * 128), dqN, true, true,
-                         kk == 0);
+          // The dQ accumulators: this warpgroup's rows or columns of the
+          // tile over all 128 KV rows, or (dq-kv-split) both 64-row Q halves
+          // of the tile over its own 64 KV rows (M-major A: panel i of
+          // dS^T from this warpgroup's rows; B: its K rows, N-major). The
+          // same eight wgmmas either way.
+          SmallVector<Value> dqs;
+          if (split) {
+            WgmmaBuilder::Desc kB = w.desc(
+                g.add(at(L.k()), g.mul(wgRows, g.idx(128))), kBn * 128);
+            for (int64_t half = 0; half < 2; ++half) {
+              WgmmaBuilder::Desc dsM = w.desc(
+                  g.add(dsTile(buf), g.add(g.idx(half * kBn * 128),
+                                           g.mul(wgRows, g.idx(128)))),
+                  kBn * 128);
+              Value acc = w.freshAcc(D);
+              for (int64_t kk = 0; kk < 64 / 16; ++kk)
+                acc = w.wgmma(acc, w.descAt(dsM, kk * 16 * 128),
+                              w.descAt(kB, kk * 16 * 128), D, true, true,
+                              kk == 0);
+              dqs.push_back(acc);
+            }
+          } else {
+            Value dq = w.freshAcc(dqN);
+            WgmmaBuilder::Desc dsMDesc = dqADesc(buf), kB = dqBDesc();
+            for (int64_t kk = 0; kk < kBn / 16; ++kk)
+              dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
+                           w.descAt(kB, kk * 16 * 128), dqN, true, true,
+                           kk == 0);
+            dqs.push_back(dq);
+          }
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           for (int64_t kk = 0; kk < bm / 16; ++kk) {
             ArrayRef<Value> aS(dsA.data() + 4 * kk, 4);
@@ -794,37 +909,13 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // Hand the dQ partial to the reducer (staging buffer of hand-off
           // first + step).
           Value qbuf = g.rem(g.add(first, step), g.idx(dqBufs));
-          w.barSync(bufBarrier(kBarEmpty, qbuf, wg), kHandOffThreads);
-          Value rowBase = dqByRows ? wgRows : g.idx(0);
-          Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
-          Value staging =
-              g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
-          // Byte offset of the pair (rowOf(r), colOf(r)) in the staging tile.
-          // TMA kernels: this warpgroup's part (SmemLayout::dQBytes), pair r
-          // in its panel r/4, column fragCol: one per-thread offset, the
-          // rest constants. cp.async kernels: padded rows.
-          Value threadOff =
-              tma ? g.add(g.add(g.mul(wg, g.idx(L.dQPartBytes())),
-                                g.mul(fragRow, g.idx(32))),
-                          g.mul(fragCol, g.idx(4)))
-                  : Value();
-          auto pairOffset = [&](int64_t r) -> Value {
-            if (tma)
-              return g.add(threadOff, g.idx((r / 4) * L.dQPanel() +
-                                            8 * ((r / 2) % 2) * 32));
-            return g.add(g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
-                         g.mul(g.add(colBase, colOf(r)), g.idx(4)));
+          auto stagingOf = [&] {
+            return g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
           };
-          for (int64_t r = 0; r < dqN / 2; r += 2) {
-            Value pair = vector::FromElementsOp::create(
-                b, loc, VectorType::get({2}, w.f32),
-                ValueRange{w.elem(dq, r), w.elem(dq, r + 1)});
-            LLVM::StoreOp::create(b, loc, pair,
-                                  w.sh(g.add(staging, pairOffset(r))), 8);
-          }
-          w.fenceAsyncShared();
-          if (tma) // the hand-off's step for the reducer (the stage is ours
-                   // until the EMPTY_Q arrival below)
+          // The hand-off's step for the reducer, by MMA thread 0 before the
+          // arrival that passes the tile on (the stage is ours until the
+          // EMPTY_Q arrival below).
+          auto writeHandOff = [&] {
             g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                          g.idx(0)),
                    [&] {
@@ -835,7 +926,91 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
                                                 w.stepTileSlot(buf, 1), 4),
                            w.handOffSlot(qbuf, 1));
                    });
-          w.barArrive(bufBarrier(kBarFull, qbuf, wg), kHandOffThreads);
+          };
+          auto f32x2 = VectorType::get({2}, w.f32);
+          auto pairOf = [&](Value acc, int64_t r) -> Value {
+            return vector::FromElementsOp::create(
+                b, loc, f32x2, ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
+          };
+          if (split) {
+            // Both Q halves are parts 0 and 1 of the tile (parts by rows);
+            // pair r of half i: part i, panel r/4, the thread's row and
+            // column (SmemLayout::dQBytes). Warpgroup 0 stores its partial
+            // once the reducer has read the buffer; warpgroup 1 adds its
+            // own onto it (dQ = partial 0 + partial 1, the same order every
+            // run), element by element at the same addresses (the two
+            // warpgroups' fragments coincide), and passes the tile on.
+            Value staging = stagingOf();
+            Value threadOff = g.add(g.mul(fragRow, g.idx(32)),
+                                    g.mul(fragCol, g.idx(4)));
+            auto pairAddr = [&](int64_t half, int64_t r) {
+              return w.sh(g.add(
+                  staging,
+                  g.add(threadOff,
+                        g.idx(half * L.dQPartBytes() + (r / 4) * L.dQPanel() +
+                              8 * ((r / 2) % 2) * 32))));
+            };
+            Value xchg = bufBarrier(kBarXchg, qbuf, g.idx(0));
+            auto ifFirst = scf::IfOp::create(
+                b, loc,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wg,
+                                      g.idx(0)),
+                /*withElse=*/true);
+            {
+              OpBuilder::InsertionGuard sg(b);
+              b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+              w.barSync(bufBarrier(kBarEmpty, qbuf, g.idx(0)),
+                        kHandOffThreads);
+              for (int64_t half = 0; half < 2; ++half)
+                for (int64_t r = 0; r < D / 2; r += 2)
+                  LLVM::StoreOp::create(b, loc, pairOf(dqs[half], r),
+                                        pairAddr(half, r), 8);
+              writeHandOff();
+              w.barArrive(xchg, kMmaThreads);
+              b.setInsertionPointToStart(&ifFirst.getElseRegion().front());
+              w.barSync(xchg, kMmaThreads);
+              for (int64_t half = 0; half < 2; ++half)
+                for (int64_t r = 0; r < D / 2; r += 2) {
+                  Value addr = pairAddr(half, r);
+                  Value sum = arith::AddFOp::create(
+                      b, loc, LLVM::LoadOp::create(b, loc, f32x2, addr, 8),
+                      pairOf(dqs[half], r));
+                  LLVM::StoreOp::create(b, loc, sum, addr, 8);
+                }
+              w.fenceAsyncShared();
+              w.barArrive(bufBarrier(kBarFull, qbuf, g.idx(1)),
+                          kHandOffThreads);
+            }
+          } else {
+            w.barSync(bufBarrier(kBarEmpty, qbuf, wg), kHandOffThreads);
+            Value dq = dqs[0];
+            Value rowBase = dqByRows ? wgRows : g.idx(0);
+            Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
+            Value staging = stagingOf();
+            // Byte offset of the pair (rowOf(r), colOf(r)) in the staging
+            // tile. TMA kernels: this warpgroup's part (SmemLayout::dQBytes),
+            // pair r in its panel r/4, column fragCol: one per-thread offset,
+            // the rest constants. cp.async kernels: padded rows.
+            Value threadOff =
+                tma ? g.add(g.add(g.mul(wg, g.idx(L.dQPartBytes())),
+                                  g.mul(fragRow, g.idx(32))),
+                            g.mul(fragCol, g.idx(4)))
+                    : Value();
+            auto pairOffset = [&](int64_t r) -> Value {
+              if (tma)
+                return g.add(threadOff, g.idx((r / 4) * L.dQPanel() +
+                                              8 * ((r / 2) % 2) * 32));
+              return g.add(g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
+                           g.mul(g.add(colBase, colOf(r)), g.idx(4)));
+            };
+            for (int64_t r = 0; r < dqN / 2; r += 2)
+              LLVM::StoreOp::create(b, loc, pairOf(dq, r),
+                                    w.sh(g.add(staging, pairOffset(r))), 8);
+            w.fenceAsyncShared();
+            if (tma)
+              writeHandOff();
+            w.barArrive(bufBarrier(kBarFull, qbuf, wg), kHandOffThreads);
+          }
           // dK done before the step ends: its B is this step's Q buffer,
           // which the producer refills once every MMA thread has arrived on
           // the stage's EMPTY mbarrier below (cp.async kernels: the next
@@ -911,9 +1086,21 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
   });
   // Matches the reducer's last EMPTY arrives (it also orders our exit after
   // the last hand-offs).
-  for (int64_t j = 0; j < dqBufs; ++j)
-    w.barSync(bufBarrier(kBarEmpty, g.idx(j), g.div(tidMma, g.idx(128))),
-              kHandOffThreads);
+  if (turns) // warpgroup 1's first arrival, unless the unit had no step
+    w.ptx("{\n.reg .pred p, q;\nsetp.eq.b32 p, $0, 0;\nsetp.ne.b32 q, $1, "
+          "0;\nand.pred p, p, q;\n@p barrier.sync $2, $3;\n}",
+          {w.i32of(g.div(tidMma, g.idx(128))), w.i32of(unitSteps),
+           w.c32(kBarTurn), w.c32(kMmaThreads)});
+  // dq-kv-split: warpgroup 0 alone waits for the buffers.
+  auto finalWaits = [&] {
+    for (int64_t j = 0; j < dqBufs; ++j)
+      w.barSync(bufBarrier(kBarEmpty, g.idx(j), g.div(tidMma, g.idx(128))),
+                kHandOffThreads);
+  };
+  if (split)
+    g.when(g.lt(tidMma, g.idx(128)), finalWaits);
+  else
+    finalWaits();
   (void)ctx;
 
   b.setInsertionPointAfter(roles);

@@ -42,7 +42,19 @@ constexpr int kBarEmpty = 2;
 constexpr int kBarFull = 3;
 constexpr int kBarWgStride = 2;
 constexpr int kBarBufStride = 6;
-static_assert(kBarFull + kBarBufStride + kBarWgStride < 16,
+// dq-kv-split: warpgroup 0 hands its dQ partial to warpgroup 1 on
+// barrier 4 + 6j (256 threads; the EMPTY id of warpgroup 1's part, which
+// that form does not use: only warpgroup 0 waits for the buffer, only
+// warpgroup 1 fills it), and each warpgroup syncs its own dS^T stores
+// before its dQ reads them on 12 + w (128 threads).
+constexpr int kBarXchg = kBarEmpty + kBarWgStride;
+constexpr int kBarDsWg = 12;
+// wg-turns: warpgroup w waits on 14 + w (256 threads) for its turn to issue
+// a step's S^T and dP^T; the other warpgroup arrives there once it has
+// issued its own.
+constexpr int kBarTurn = 14;
+static_assert(kBarFull + kBarBufStride + kBarWgStride < kBarDsWg &&
+                  kBarDsWg + 1 < kBarTurn && kBarTurn + 1 < 16,
               "16 named barriers");
 
 // mbarriers of the TMA kernels (loads=tma), index into SmemLayout::bar:
@@ -214,14 +226,15 @@ struct WgmmaBuilder {
   /// acc += A B on one m64nNk16 (bf16 -> f32); `first`: acc = A B (scale-d
   /// 0, acc's registers are not read). transA: A is M-major (else K-major);
   /// transB: B is N-major (else K-major).
+  /// negA: acc -= A B.
   Value wgmma(Value acc, Value dA, Value dB, int64_t n, bool transA,
-              bool transB, bool first = false) {
+              bool transB, bool first = false, bool negA = false) {
     return NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accType(n), acc, dA, dB,
         NVVM::MMAShapeAttr::get(ctx, 64, n, 16), NVVM::WGMMATypes::bf16,
         NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
         first ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one,
+        negA ? NVVM::WGMMAScaleIn::neg : NVVM::WGMMAScaleIn::one,
         NVVM::WGMMAScaleIn::one,
         transA ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         transB ? NVVM::MMALayout::row : NVVM::MMALayout::col,

@@ -21,6 +21,29 @@
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DQ2D64
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=3" 2>&1 | FileCheck %s --check-prefix=DQ3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async dq-buffers=1" 2>&1 | FileCheck %s --check-prefix=DQ1CPASYNC
+// Row statistics as accumulator starts (stats-in-acc): the default at D = 64
+// (1): dP^T's accumulator starts at the thread's dPsum pairs (loaded after
+// S^T is issued) and its products are subtracted (scale-a -1), so dS = -P
+// acc; 0: dPsum in the dS pass (the D = 128 default); 2: S^T's also starts
+// at lse_log2 * (-1 / c). Bad values and cp.async kernels are refused.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=STATS1
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-in-acc=0" --canonicalize --cse | FileCheck %s --check-prefix=STATS0
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-in-acc=2" --canonicalize --cse | FileCheck %s --check-prefix=STATS2
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-in-acc=3" 2>&1 | FileCheck %s --check-prefix=STATSBAD
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async stats-in-acc=1" 2>&1 | FileCheck %s --check-prefix=STATSCPASYNC
+// dq-kv-split=1 (128-row Q tiles): each warpgroup's dQ covers the whole tile
+// over its own 64 KV rows; no barrier between the warpgroups at dS^T (one
+// dS^T buffer, a 128-thread barrier per warpgroup); warpgroup 0 stores its
+// partial, warpgroup 1 adds its own onto it and hands the tile over, one
+// 32 KiB add. wg-turns=1 adds turn-taking for S^T/dP^T. Measured even
+// (bench/NOTES.md section 15): off by default; misuse is refused.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1" --canonicalize --cse | FileCheck %s --check-prefix=SPLIT
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=1" --canonicalize --cse | FileCheck %s --check-prefix=TURNS
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1" 2>&1 | FileCheck %s --check-prefix=SPLITD128
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=SPLITDS2
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=2" 2>&1 | FileCheck %s --check-prefix=SPLITBAD
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=wg-turns=1" 2>&1 | FileCheck %s --check-prefix=TURNSNOSPLIT
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=2" 2>&1 | FileCheck %s --check-prefix=TURNSBAD
 // setmaxnreg split: mma-regs=240 overrides the deterministic D = 128 default
 // of 232; other counts are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=240" --canonicalize --cse | FileCheck %s --check-prefix=REGS240
@@ -243,7 +266,7 @@
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DS1: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
-// DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64, ds_buffers = 2 : i64{{.*}}shared_bytes = 199752 : i64
+// DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 199752 : i64
 // DQ1: gpu.func @dash_bwd_main(
 // One barrier between the MMA warpgroups per step (two dS^T buffers).
 // DQ1: scf.for
@@ -262,9 +285,83 @@
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
 // DQ1: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
 // DQ1: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32
-// DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64, ds_buffers = 1 : i64{{.*}}shared_bytes = 199760 : i64
+// DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 199760 : i64
 // DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2, or 0 for the default (got 3)
 // DQ1CPASYNC: error: 'dash.scheduled_attention_bwd' op dq-buffers=1 needs mma=wgmma with loads=tma
+// STATS1: stats_in_acc = 1 : i64
+// STATS1: gpu.func @dash_bwd_main(
+// S^T from zero; then the dPsum pairs into dP^T's accumulator; then dP^T,
+// subtracting its products onto them.
+// STATS1: D[<f32>, <zero>], A[<bf16>, <one>, <row>]
+// STATS1: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
+// STATS1: llvm.insertvalue
+// STATS1-NOT: D[<f32>, <zero>]
+// STATS1: D[<f32>, <one>], A[<bf16>, <neg>, <row>]
+// dS = P * -acc, after the exp2 pass and dP^T's completion.
+// STATS1: nvvm.wgmma.wait.group.sync.aligned 0
+// STATS1: %[[NEG:.*]] = arith.negf %{{.*}} : f32
+// STATS1-NEXT: arith.mulf %{{.*}}, %[[NEG]] : f32
+// STATS0: stats_in_acc = 0 : i64
+// STATS0-NOT: <neg>
+// STATS2: stats_in_acc = 2 : i64
+// STATS2: gpu.func @dash_bwd_main(
+// STATS2: nvvm.setmaxregister  increase
+// STATS2: arith.divf %cst{{.*}} : f32
+// STATS2: scf.for
+// Both accumulators start at their statistics; S^T adds, dP^T subtracts.
+// STATS2: llvm.insertvalue
+// STATS2-NOT: D[<f32>, <zero>], A[<bf16>, <one>, <row>]
+// STATS2: D[<f32>, <one>], A[<bf16>, <one>, <row>]
+// STATS2: D[<f32>, <one>], A[<bf16>, <neg>, <row>]
+// STATSBAD: error: 'dash.scheduled_attention_bwd' op stats-in-acc must be 0, 1 or 2, or -1 for the default (got 3)
+// STATSCPASYNC: error: 'dash.scheduled_attention_bwd' op stats-in-acc=1 needs mma=wgmma with loads=tma
+
+// SPLIT: dq_kv_split = true{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 166984 : i64
+// SPLIT: gpu.func @dash_bwd_main(
+// SPLIT: scf.for
+// SPLIT-NOT: ro(%c1_i32, %c256_i32
+// Each warpgroup's own dS^T rows (a 128-thread barrier, 12 + w), then both
+// 64-row halves of the tile from zero (M-major A).
+// SPLIT: "barrier.sync $0, $1;" ro(%{{.*}}, %c128_i32
+// SPLIT: D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// SPLIT: D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// Warpgroup 0 waits for the buffer (EMPTY 2), stores and hands over (4,
+// 256 threads); warpgroup 1 adds onto it and passes it on (FULL 5).
+// SPLIT: ro(%c2_i32, %c160_i32
+// SPLIT: "barrier.arrive $0, $1;" ro(%c4_i32, %c256_i32
+// SPLIT: "barrier.sync $0, $1;" ro(%c4_i32, %c256_i32
+// SPLIT: arith.addf %{{.*}} : vector<2xf32>
+// SPLIT: "barrier.arrive $0, $1;" ro(%c5_i32, %c160_i32
+// SPLIT: scf.yield
+// The reducer: warpgroup 1's FULL only, one add of the whole tile,
+// warpgroup 0's EMPTY only.
+// SPLIT: nvvm.setmaxregister  decrease
+// SPLIT: "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
+// SPLIT-NOT: ro(%c3_i32
+// SPLIT: cp.reduce.async.bulk{{.*}}%c32768_i32
+// SPLIT-NOT: cp.reduce.async.bulk
+// SPLIT: "barrier.arrive $0, $1;" ro(%c2_i32, %c160_i32
+// SPLIT-NOT: ro(%c4_i32, %c160_i32
+// TURNS: wg_turns = true
+// TURNS: gpu.func @dash_bwd_main(
+// TURNS: nvvm.setmaxregister  increase 240
+// At the unit's first step warpgroup 1 arrives for warpgroup 0's first
+// turn; every step waits for its turn (14 + w) before S^T and passes it on
+// once S^T is done.
+// TURNS: @p barrier.arrive $2, $3;{{.*}}ro(%{{.*}}, %{{.*}}, %c14_i32, %c256_i32
+// TURNS: "barrier.sync $0, $1;" ro(%{{.*}}, %c256_i32
+// TURNS: D[<f32>, <zero>], A[<bf16>, <one>, <row>]
+// TURNS: nvvm.wgmma.wait.group.sync.aligned 1
+// TURNS: "barrier.arrive $0, $1;" ro(%{{.*}}, %c256_i32
+// After the walk warpgroup 0 takes that first arrival (if the unit had a
+// step).
+// TURNS: @p barrier.sync $2, $3;{{.*}}ro(%{{.*}}, %{{.*}}, %c14_i32, %c256_i32
+// TURNS: nvvm.setmaxregister  decrease
+// SPLITD128: error: 'dash.scheduled_attention_bwd' op dq-kv-split=1 needs mma=wgmma with loads=tma and 128-row Q tiles (D = 64; got 64 rows at D = 128)
+// SPLITDS2: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 has no use with dq-kv-split=1 (a warpgroup reads only its own dS^T rows)
+// SPLITBAD: error: 'dash.scheduled_attention_bwd' op dq-kv-split must be 0 or 1, or -1 for the default (got 2)
+// TURNSNOSPLIT: error: 'dash.scheduled_attention_bwd' op wg-turns=1 needs dq-kv-split=1
+// TURNSBAD: error: 'dash.scheduled_attention_bwd' op wg-turns must be 0 or 1, or -1 for the default (got 2)
 // REGS240: mma_regs = 240 : i64
 // REGS240-DAG: nvvm.setmaxregister  decrease 24
 // REGS240-DAG: nvvm.setmaxregister  increase 240
