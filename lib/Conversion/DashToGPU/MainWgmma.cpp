@@ -831,7 +831,7 @@ void mlir::dash::detail::buildMainWgmma(OpBuilder &b, Location loc,
           // A of dK += dS^T Q.
           for (int64_t r = 0; r < bm / 2; r += 2) {
             Value ds[2];
-            // dpsum-in-acc: the accumulator is dPsum - dP^T.
+            // stats-in-acc: the accumulator is dPsum - dP^T.
             for (int64_t u = 0; u < 2; ++u)
               ds[u] = dpsAcc ? g.mul(ifMask.getResult(r + u),
                                      arith::NegFOp::create(
