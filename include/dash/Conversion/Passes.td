@@ -109,19 +109,20 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "KV rows, warpgroup 1 adding its partial onto warpgroup 0's in the "
            "staging buffer (a fixed order), so the warpgroups never wait for "
            "each other's dS^T; 0 splits dQ's rows between them; -1: the "
-           "default">,
+           "default, 0 (measured even on the H200)">,
     Option<"wgTurns", "wg-turns", "int64_t", /*default=*/"-1",
            "with dq-kv-split=1: 1 makes the MMA warpgroups take turns issuing "
            "each step's S^T and dP^T (named barriers), so one warpgroup's "
            "exp2 and dS math runs under the other's products instead of both "
-           "at once; 0: no turns; -1: the default">,
+           "at once; 0: no turns; -1: the default, 0 (measured even)">,
     Option<"statsInAcc", "stats-in-acc", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: the row statistics as accumulator "
            "starts instead of operands of the elementwise passes: 1 starts "
            "each step's dP^T accumulator at dPsum and subtracts V dO^T on the "
            "tensor cores (wgmma scale-a -1), so dS = -P * acc; 2 also starts "
            "S^T's at -lse_log2 / (scale log2 e), so P = exp2(scale log2 e * "
-           "acc); 0: neither; -1: the default">,
+           "acc); 0: neither; -1: the default, 1 on 128-row Q tiles (D = 64, "
+           "where the statistics were read at use), else 0">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "
