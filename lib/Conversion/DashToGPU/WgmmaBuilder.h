@@ -4,7 +4,7 @@
 // register split, named barriers, mbarriers), its shared-memory layout, and
 // WgmmaBuilder, the IR helpers it is built from (wgmma descriptors and ops,
 // swizzled addresses, cp.async and TMA copies, mbarrier waits). The kernel
-// itself (roles, walk, protocol) is MainWgmma.cpp.
+// itself (roles, walk, protocol) is MainWgmma.cpp and its role files.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,98 @@
+//===- MainWgmma.h - What the WGMMA kernel's roles share --------*- C++ -*-===//
+//
+// Internal to lib/Conversion/DashToGPU: WgmmaMain holds what the three roles
+// of dash_bwd_main share while they are emitted (the kernel and its
+// builder, the configuration, the shapes, the unit's walk). MainWgmma.cpp
+// sets it up and splits the roles; WgmmaProducer.cpp, WgmmaReducers.cpp and
+// WgmmaMma.cpp emit one role each.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DASH_LIB_CONVERSION_DASHTOGPU_MAINWGMMA_H
+#define DASH_LIB_CONVERSION_DASHTOGPU_MAINWGMMA_H
+
+#include "WgmmaBuilder.h"
+
+namespace mlir::dash::detail::wgmma {
+
+struct WgmmaMain {
+  /// Creates the kernel and emits what precedes the roles (the shared
+  /// window's check, the shapes).
+  WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
+            ScheduledAttentionBwdOp op, int64_t D, int64_t spinLimit,
+            const WgmmaConfig &config);
+  /// The mbarriers, the role split, the roles, the return.
+  void build();
+
+  /// One work item of the unit's walk: (b, h, kv, len), its position in the
+  /// walk; step s of it is the unit's hand-off `first + s`.
+  struct Item {
+    Value bb, h, kv, len;
+    Value index;
+  };
+  /// Runs `body` for every item of the unit with `first`, the unit's steps
+  /// before it; returns the unit's step count.
+  Value forItems(function_ref<void(const Item &, Value first)> body);
+  /// Barrier id (i32) of warpgroup `wg`'s part of dQ staging buffer `buf`
+  /// (indices): base + 6 buf + 2 wg.
+  Value bufBarrier(int base, Value buf, Value wg);
+  /// The schedule's Q tile of an item's step and the rank of its Q tile.
+  Value visit(const Item &it, Value step);
+  Value rankOf(const Item &it, Value qt);
+  /// The K/V head of query head h (GQA groups of H / H_kv) and the first KV
+  /// row of KV tile kv.
+  Value kvHead(Value h);
+  Value kvRow0(Value kv);
+  /// Shared address (index) of byte `off` of the window.
+  Value at(int64_t off);
+
+  /// The roles: warpgroup 2 (reducer warps 8, 9 and, loads=tma, the
+  /// producer in warp 10) in the role branch's else region; the MMA
+  /// warpgroups 0 and 1 in its then region.
+  void emitReducers();
+  void emitProducer();
+  void emitMma();
+
+  OpBuilder &b;
+  Location loc;
+  ScheduledAttentionBwdOp op;
+  const int64_t D;
+  const WgmmaConfig &config;
+  const bool tma, earlyKV;
+  // dq-kv-split: each warpgroup's dQ covers the whole Q tile over its own KV
+  // rows; warpgroup 0 stores its partial, warpgroup 1 adds its own onto it
+  // and hands the tile to the reducer.
+  const bool split;
+  // wg-turns: the warpgroups alternate issuing a step's S^T and dP^T.
+  const bool turns;
+  // stats-in-acc: dP^T's accumulator starts at dPsum and the products are
+  // subtracted (acc = dPsum - dP^T), so the dS pass loads no dPsum; at 2
+  // S^T's starts at -lse_log2 / c (c = scale log2 e), so P = exp2(c acc)
+  // and the exp2 pass loads no lse_log2. The loads move ahead of the
+  // products, whose accumulators hold the values: no registers of their
+  // own, no load-to-use stall in the passes (at D = 64 they were read at
+  // use, 32 of each per thread and step).
+  const bool dpsAcc, lseAcc;
+  const int64_t dsBufs;
+  OpBuilder::InsertionGuard guard;
+  Kernel k;
+  const int64_t bm, dqBufs;
+  WgmmaBuilder w;
+  LoopGen &g;
+  MLIRContext *ctx;
+  const SmemLayout &L;
+  const bool causal, det, bottomRight;
+  /// The 1024-aligned shared window (a constant address).
+  Value window;
+  Value Sq, H, Sk, Hkv;
+  Value off; // the causal diagonal's offset: S_k - S_q bottom-right, else 0
+  Value scaleLog2, unit;
+  RegionMapping map;
+  /// The thread id; the MMA walk rebinds it to an opaque copy per step.
+  Value tid;
+  scf::IfOp roles;
+};
+
+} // namespace mlir::dash::detail::wgmma
+
+#endif // DASH_LIB_CONVERSION_DASHTOGPU_MAINWGMMA_H

@@ -1,0 +1,643 @@
+//===- WgmmaMma.cpp - The WGMMA kernel's MMA warpgroups -------------------===//
+//
+// Warpgroups 0 and 1: per item, the walk over its Q tiles (steps); per step
+// S^T, dP^T, P, dS, dV, dK and the dQ partial's hand-off to its reducer
+// (MainWgmma.cpp has the overview, docs/GPU.md the details).
+//
+//===----------------------------------------------------------------------===//
+
+#include "MainWgmma.h"
+
+using namespace mlir;
+using namespace mlir::dash;
+using namespace mlir::dash::detail;
+using namespace mlir::dash::detail::wgmma;
+
+void WgmmaMain::emitMma() {
+  b.setInsertionPointToStart(&roles.getThenRegion().front());
+  NVVM::SetMaxRegisterOp::create(
+      b, loc, b.getI32IntegerAttr(config.mmaRegs),
+      NVVM::SetMaxRegisterActionAttr::get(
+          ctx, NVVM::SetMaxRegisterAction::increase));
+  // Per-thread values (fragment coordinates, swizzled addresses,
+  // descriptors) are rebuilt inside every step from an opaque copy of the
+  // thread id and of the window address: otherwise LLVM hoists the dozens of
+  // 64-bit addresses out of the walk and the accumulators spill.
+  Value wg, wi, lane, fragRow, fragCol, wgRows;
+  auto threadValues = [&](Value t) {
+    wg = g.div(t, g.idx(128)); // 0 | 1
+    wi = g.rem(g.div(t, g.idx(32)), g.idx(4)); // warp in group
+    lane = g.rem(t, g.idx(32));
+    fragRow = g.add(g.mul(wi, g.idx(16)), g.div(lane, g.idx(4)));
+    fragCol = g.mul(g.rem(lane, g.idx(4)), g.idx(2));
+    wgRows = g.mul(wg, g.idx(64)); // this warpgroup's KV rows
+  };
+  // Descriptors, built where they are used (short live ranges). Q/dO are
+  // also N-major B operands: their panels are bm rows x 128 B apart;
+  // K-major operands do not use LBO (1 by convention).
+  auto qDesc = [&](Arg a, Value buf) {
+    int64_t off = a == kQ ? L.q(0) : L.dO(0);
+    return w.desc(g.add(at(off), g.mul(buf, g.idx(L.qBytes()))), bm * 128);
+  };
+  auto rowsDesc = [&](int64_t off) { // this warpgroup's 64 rows of a tile
+    return w.desc(g.add(at(off), g.mul(wgRows, g.idx(128))), 16);
+  };
+  // dQ = dS K is split between the warpgroups by Q rows when the Q tile has
+  // 128 (warpgroup w: rows 64w.., all D columns) and by D columns when it
+  // has 64 (all rows, columns w D/2..; D = 64: 64 B into the single panel).
+  const bool dqByRows = DqAccumLayout{bm, D}.partsByRows();
+  const int64_t dqN = dqByRows ? D : D / 2;
+  auto dqBDesc = [&] { // K as the N-major B
+    if (dqByRows)
+      return w.desc(at(L.k()), kBn * 128);
+    Value kHalf = D == 128 ? g.add(at(L.k()), g.mul(wg, g.idx(kBn * 128)))
+                           : g.add(at(L.k()), g.mul(wg, g.idx(64)));
+    return w.desc(kHalf, kBn * 128);
+  };
+  // The dS^T buffer of the step in stage `buf`, built where it is used:
+  // dsBufs = 2 (TMA kernels) alternates with the stage's parity.
+  auto dsTile = [&](Value buf) {
+    Value a = at(L.dsT());
+    return dsBufs == 2 ? g.add(a, g.mul(buf, g.idx(L.dsBytes()))) : a;
+  };
+  auto dqADesc = [&](Value buf) { // dS as the M-major A: panel w, or 0
+    Value a = dsTile(buf);
+    if (dqByRows)
+      a = g.add(a, g.mul(wg, g.idx(kBn * 128)));
+    return w.desc(a, kBn * 128);
+  };
+  // Accumulator register r of m64nN: row fragRow + 8((r/2)%2), column
+  // 8(r/4) + fragCol + r%2.
+  auto rowOf = [&](int64_t r) {
+    return g.add(fragRow, g.idx(8 * ((r / 2) % 2)));
+  };
+  auto colOf = [&](int64_t r) {
+    return g.add(fragCol, g.idx(8 * (r / 4) + r % 2));
+  };
+  Value tidMma = tid;
+  // stats-in-acc=2: S^T's accumulator starts at lse_log2 times -1 / c.
+  Value negInvScaleLog2 =
+      lseAcc ? arith::DivFOp::create(b, loc, g.f32(-1.0), scaleLog2).getResult()
+             : Value();
+  // wg-turns: the first turn is warpgroup 0's (warpgroup 1 arrives for it
+  // at the unit's first step; warpgroup 0 takes the matching extra turn at
+  // the end). Both as predicated instructions, not branches, and the first
+  // inside the walk: a barrier before the walk, branch or not, tipped
+  // ptxas into spilling 50-90 MMA-side values per kernel.
+  auto turnBarrier = [&](Value wgOf) {
+    return arith::AddIOp::create(b, loc, w.c32(kBarTurn), w.i32of(wgOf));
+  };
+
+  auto loadStep = [&](const Item &it, Value qt, Value buf) {
+    Value q0 = g.mul(qt, g.idx(bm));
+    Value qOff = g.mul(buf, g.idx(L.qBytes()));
+    w.loadTile(kQ, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, Sq, bm, tid);
+    w.loadTile(kDO, g.add(at(L.dO(0)), qOff), it.bb, q0, it.h, Sq, bm, tid);
+    Value vOff = g.mul(buf, g.idx(bm * 4));
+    g.when(g.lt(tid, g.idx(bm)), [&] {
+      w.loadRowVector(kLse2, g.add(at(L.lse(0)), vOff), it.bb, it.h, q0, Sq,
+                      tid);
+    });
+    g.when(g.andI(g.lt(g.idx(bm - 1), tid), g.lt(tid, g.idx(2 * bm))), [&] {
+      w.loadRowVector(kDPsum, g.add(at(L.dps(0)), vOff), it.bb, it.h, q0, Sq,
+                      g.sub(tid, g.idx(bm)));
+    });
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  };
+
+  Value unitSteps = forItems([&](const Item &it, Value first) {
+    Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
+    if (tma) { // the producer's K and V for this item
+      w.mbarWait(w.mbar(kFullKV), g.rem(it.index, g.idx(2)), g.idx(kFullKV),
+                 {unit, it.bb, it.h, first});
+    } else {
+      // Copies of an empty walk are still in flight; the previous item's
+      // products are done with K, V and the Q/dO buffers.
+      NVVM::CpAsyncCommitGroupOp::create(b, loc);
+      NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+      w.barSync(kBarMma, kMmaThreads);
+      w.loadTile(kK, at(L.k()), it.bb, kv0, hkv, Sk, kBn, tid);
+      w.loadTile(kV, at(L.v()), it.bb, kv0, hkv, Sk, kBn, tid);
+      g.when(g.lt(g.idx(0), it.len),
+             [&] { loadStep(it, visit(it, g.idx(0)), g.idx(0)); });
+    }
+
+    auto freeKV = [&] { w.mbarArrive(w.mbar(kEmptyKV)); };
+    Value zD = w.zeroAcc(D);
+    auto walk = scf::ForOp::create(
+        b, loc, g.idx(0), it.len, g.idx(1), ValueRange{zD, zD},
+        [&](OpBuilder &nb, Location, Value step, ValueRange acc) {
+          OpBuilder::InsertionGuard ig(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value accV = acc[0], accK = acc[1];
+          tid = w.opaque(tidMma);
+          w.base = w.opaque(window);
+          threadValues(tid);
+          Value qt, buf;
+          if (tma) {
+            // Stage n % 2 of the unit's step n holds this step's tiles and
+            // Q tile index once its FULL phase n / 2 completes. No barrier
+            // here: S^T and dP^T may go to the tensor cores while the other
+            // warpgroup still finishes the previous step (see the dS^T
+            // stores).
+            Value n = g.add(first, step);
+            buf = g.rem(n, g.idx(2));
+            w.mbarWait(w.mbar(kFullQ, buf),
+                       g.rem(g.div(n, g.idx(2)), g.idx(2)),
+                       g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
+            qt = arith::IndexCastOp::create(
+                b, loc, b.getIndexType(),
+                LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
+          } else {
+            qt = visit(it, step);
+            buf = g.rem(step, g.idx(2));
+            // This step's tiles have landed (every thread's copies), and
+            // everyone is done with the previous step's buffers.
+            NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+            w.fenceAsyncShared();
+            w.barSync(kBarMma, kMmaThreads);
+            Value next = g.add(step, g.idx(1));
+            g.when(g.lt(next, it.len), [&] {
+              loadStep(it, visit(it, next), g.sub(g.idx(1), buf));
+            });
+          }
+
+          Value q0 = g.mul(qt, g.idx(bm));
+
+          // This thread's lse_log2 and dPsum values (its bm/4 Q columns, in
+          // pairs), read ahead of their use: lse_log2 before the products go
+          // out, so its shared-memory latency hides under the wgmmas instead
+          // of stalling the first FFMA of the exp2 pass (ncu: short-scoreboard
+          // stalls there).
+          Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(bm * 4)));
+          Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(bm * 4)));
+          auto loadStats = [&](Value base) {
+            SmallVector<Value> v;
+            auto v2f = VectorType::get({2}, w.f32);
+            for (int64_t j = 0; j < bm / 8; ++j) {
+              Value c = g.add(fragCol, g.idx(8 * j));
+              Value pair = LLVM::LoadOp::create(
+                  b, loc, v2f, w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
+              for (int64_t u = 0; u < 2; ++u)
+                v.push_back(vector::ExtractOp::create(b, loc, pair, u));
+            }
+            return v;
+          };
+          // With 128-row Q tiles (D = 64) the 32 values per vector would
+          // spill: those are read where they are used.
+          const bool statsAhead = bm == 64;
+          SmallVector<Value> lseV, dpsV;
+          if (statsAhead && !lseAcc)
+            lseV = loadStats(lseBase);
+          // Column colOf(r) of the accumulator is stats[2 (r / 4) + r % 2].
+          auto statOf = [&](ArrayRef<Value> v, Value base, int64_t r) {
+            if (!v.empty())
+              return v[2 * (r / 4) + r % 2];
+            return LLVM::LoadOp::create(
+                       b, loc, w.f32,
+                       w.sh(g.add(base, g.mul(colOf(r), g.idx(4)))))
+                .getResult();
+          };
+
+          // S^T and dP^T (K = D).
+          WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
+          WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
+                             vRowsDesc = rowsDesc(L.v());
+          // Two groups: P = exp2(...) of S^T runs while dP^T is on the
+          // tensor cores.
+          // One committed group of A_w B^T over K = D (K-major A and B:
+          // k-step kk is 32 B into panel kk / 4).
+          // init: the accumulator's start, or none; negate: subtract the
+          // products.
+          auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
+                                 WgmmaBuilder::Desc bDesc, Value init,
+                                 bool negate) {
+            Value acc = init ? init : w.freshAcc(bm);
+            for (int64_t kk = 0; kk < D / 16; ++kk) {
+              int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
+              int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
+              acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
+                            false, false, kk == 0 && !init, negate);
+            }
+            NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+            return acc;
+          };
+          // wg-turns: wait for this warpgroup's turn, issue, pass the turn:
+          // the tensor cores run one warpgroup's S^T/dP^T after the
+          // other's, so each one's exp2 pass overlaps the other's products.
+          if (turns) {
+            Value n32 = w.i32of(g.add(first, step));
+            w.ptx("{\n.reg .pred p, q;\nsetp.eq.b32 p, $0, 0;\nsetp.ne.b32 "
+                  "q, $1, 0;\nand.pred p, p, q;\n@p barrier.arrive $2, "
+                  "$3;\n}",
+                  {n32, w.i32of(wg), w.c32(kBarTurn), w.c32(kMmaThreads)});
+            w.barSync(turnBarrier(wg), kMmaThreads);
+          }
+          // stats-in-acc: the accumulators start at this thread's values
+          // (its Q columns, read in pairs: register r holds column
+          // colOf(r)). S^T's (level 2) before the fence. dP^T's (level 1)
+          // after S^T is issued, so its loads run under S^T; ptxas then
+          // waits for S^T to complete before issuing dP^T (the writes of an
+          // accumulator inside the wgmma sequence), which measured better
+          // than writing it before the fence too: the loads there delay S^T
+          // (bench/NOTES.md section 15).
+          auto accStart = [&](Value base, Value times) -> Value {
+            SmallVector<Value> v = loadStats(base);
+            Value acc = LLVM::PoisonOp::create(b, loc, w.accType(bm));
+            for (int64_t r = 0; r < bm / 2; ++r) {
+              Value x = v[2 * (r / 4) + r % 2];
+              acc = LLVM::InsertValueOp::create(
+                  b, loc, acc, times ? g.mul(x, times) : x, r);
+            }
+            return acc;
+          };
+          Value lseInit = lseAcc ? accStart(lseBase, negInvScaleLog2) : Value();
+          Value dpsInit =
+              lseAcc && dpsAcc ? accStart(dpsBase, Value()) : Value();
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          Value S = rowsTimesQT(kRowsDesc, qd, lseInit, false);
+          if (dpsAcc && !lseAcc)
+            dpsInit = accStart(dpsBase, Value());
+          Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+          if (turns)
+            w.barArrive(turnBarrier(g.sub(g.idx(1), wg)), kMmaThreads);
+
+          // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
+          // row % 8 of every fragment row is lane / 4).
+          Value sw8 = g.div(lane, g.idx(4));
+          auto v2 = VectorType::get({2}, w.bf16);
+          auto storePair = [&](Value tile, int64_t r, Value x, Value y) {
+            // Column (Q row) 8(r/4) + ..: panel r/32, chunk (r/4) % 8.
+            Value kvL = g.add(wgRows, rowOf(r));
+            Value chunk =
+                arith::XOrIOp::create(b, loc, g.idx((r / 4) % 8), sw8);
+            Value byteOff = g.add(
+                g.add(g.idx((r / 32) * kBn * 128), g.mul(kvL, g.idx(128))),
+                g.add(g.mul(chunk, g.idx(16)),
+                      g.mul(g.rem(lane, g.idx(4)), g.idx(4))));
+            Value pair = vector::FromElementsOp::create(
+                b, loc, v2,
+                ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
+                           arith::TruncFOp::create(b, loc, w.bf16, y)});
+            LLVM::StoreOp::create(b, loc, pair, w.sh(g.add(tile, byteOff)),
+                                  4);
+          };
+          struct {
+            Value q0, kv0, sq, sk, off;
+          } m{w.i32of(q0), w.i32of(g.add(kv0, wgRows)), w.i32of(Sq),
+              w.i32of(Sk), w.i32of(off)};
+          auto pPass = [&](bool masked) {
+            SmallVector<Value> P;
+            for (int64_t r = 0; r < bm / 2; ++r) {
+              Value qc = colOf(r);
+              // One FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2:
+              // the accumulator is S - lse_log2 / c, one FMUL).
+              Value p = k.exp2(
+                  lseAcc ? g.mul(w.elem(S, r), scaleLog2)
+                         : LLVM::FMAOp::create(
+                               b, loc, w.elem(S, r), scaleLog2,
+                               arith::NegFOp::create(
+                                   b, loc, statOf(lseV, lseBase, r)))
+                               .getResult());
+              if (masked) { // 32-bit: positions are below S < 2^31
+                Value gq = g.add(m.q0, w.i32of(qc));
+                Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));
+                Value valid = g.andI(g.lt(gq, m.sq), g.lt(gkv, m.sk));
+                if (causal)
+                  valid = g.andI(valid, g.causalVisible(gkv, gq, m.off));
+                p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
+              }
+              P.push_back(p);
+            }
+            scf::YieldOp::create(b, loc, P);
+          };
+          // Only tiles that cross the diagonal or the sequence ends pay for
+          // the per-element mask.
+          Value needMask = g.orI(g.lt(Sq, g.add(q0, g.idx(bm))),
+                                 g.lt(Sk, g.add(kv0, g.idx(kBn))));
+          if (causal) // some KV row of the tile lies past some query's end
+            needMask = g.orI(needMask, g.lt(g.add(q0, off),
+                                            g.add(kv0, g.idx(kBn - 1))));
+          auto ifMask = scf::IfOp::create(
+              b, loc, SmallVector<Type>(bm / 2, w.f32), needMask, true);
+          {
+            OpBuilder::InsertionGuard mg(b);
+            b.setInsertionPointToStart(&ifMask.getThenRegion().front());
+            pPass(true);
+            b.setInsertionPointToStart(&ifMask.getElseRegion().front());
+            pPass(false);
+          }
+          // dV += P^T dO (A in registers: the S^T accumulator fragment is
+          // the A fragment, k-slice kk being registers 8kk .. 8kk + 7; B =
+          // dO, N-major). With 64-row Q tiles it goes to the tensor cores as
+          // soon as P^T is known, behind dP^T and under the dS^T math; with
+          // 128-row tiles (D = 64) P^T, its bf16 copy and dP^T would not fit
+          // in the registers together, so it follows the dS^T math.
+          const bool earlyDv = bm == 64;
+          SmallVector<Value> pA, dsA;
+          auto issueDv = [&] {
+            NVVM::WgmmaFenceAlignedOp::create(b, loc);
+            od = qDesc(kDO, buf);
+            for (int64_t kk = 0; kk < bm / 16; ++kk) {
+              ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
+              accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
+            }
+            NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          };
+          for (int64_t r = 0; r < bm / 2; r += 2)
+            pA.push_back(
+                w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
+          if (earlyDv)
+            issueDv();
+          // dPsum while dP^T finishes (earlier, it would outlive the
+          // registers).
+          if (statsAhead && !dpsAcc)
+            dpsV = loadStats(dpsBase);
+          // S^T, dP^T done (dV may still run).
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : 0);
+          // TMA kernels: the other warpgroup's dQ of the previous step reads
+          // all of dS^T; it has completed once that warpgroup reaches this
+          // barrier (cp.async kernels pass the same point at the step top).
+          // With two dS^T buffers this step's was last read by step n - 2's
+          // dQ, which both warpgroups finished before step n - 1's barrier
+          // ahead of dQ: no barrier here.
+          if (tma && dsBufs == 1 && !split)
+            w.barSync(kBarMma, kMmaThreads);
+          // dS^T goes to shared memory for dQ and stays in registers as the
+          // A of dK += dS^T Q.
+          for (int64_t r = 0; r < bm / 2; r += 2) {
+            Value ds[2];
+            // stats-in-acc: the accumulator is dPsum - dP^T.
+            for (int64_t u = 0; u < 2; ++u)
+              ds[u] = dpsAcc ? g.mul(ifMask.getResult(r + u),
+                                     arith::NegFOp::create(
+                                         b, loc, w.elem(dP, r + u)))
+                             : g.mul(ifMask.getResult(r + u),
+                                     g.sub(w.elem(dP, r + u),
+                                           statOf(dpsV, dpsBase, r + u)));
+            storePair(dsTile(buf), r, ds[0], ds[1]);
+            dsA.push_back(w.packBf16(ds[0], ds[1]));
+          }
+          w.fenceAsyncShared();
+          if (!earlyDv)
+            issueDv();
+
+          // dQ = dS K (K = 128) once both warpgroups' dS^T rows are in
+          // shared memory, then dK += dS^T Q (K = 64 Q rows; A in registers,
+          // B N-major). Tensor-core order: dV, dQ, dK. dQ is waited for
+          // alone (wait_group 1), so its hand-off to the reducer (staging
+          // store, barriers) runs while dK is still on the tensor cores.
+          // dq-kv-split: only this warpgroup's own dS^T rows, synced among
+          // its 128 threads.
+          if (split)
+            w.barSync(arith::AddIOp::create(b, loc, w.c32(kBarDsWg),
+                                            w.i32of(wg)),
+                      128);
+          else
+            w.barSync(kBarMma, kMmaThreads);
+          qd = qDesc(kQ, buf);
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          // The dQ accumulators: this warpgroup's rows or columns of the
+          // tile over all 128 KV rows, or (dq-kv-split) both 64-row Q halves
+          // of the tile over its own 64 KV rows (M-major A: panel i of
+          // dS^T from this warpgroup's rows; B: its K rows, N-major). The
+          // same eight wgmmas either way.
+          SmallVector<Value> dqs;
+          if (split) {
+            WgmmaBuilder::Desc kB = w.desc(
+                g.add(at(L.k()), g.mul(wgRows, g.idx(128))), kBn * 128);
+            for (int64_t half = 0; half < 2; ++half) {
+              WgmmaBuilder::Desc dsM = w.desc(
+                  g.add(dsTile(buf), g.add(g.idx(half * kBn * 128),
+                                           g.mul(wgRows, g.idx(128)))),
+                  kBn * 128);
+              Value acc = w.freshAcc(D);
+              for (int64_t kk = 0; kk < 64 / 16; ++kk)
+                acc = w.wgmma(acc, w.descAt(dsM, kk * 16 * 128),
+                              w.descAt(kB, kk * 16 * 128), D, true, true,
+                              kk == 0);
+              dqs.push_back(acc);
+            }
+          } else {
+            Value dq = w.freshAcc(dqN);
+            WgmmaBuilder::Desc dsMDesc = dqADesc(buf), kB = dqBDesc();
+            for (int64_t kk = 0; kk < kBn / 16; ++kk)
+              dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
+                           w.descAt(kB, kk * 16 * 128), dqN, true, true,
+                           kk == 0);
+            dqs.push_back(dq);
+          }
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          for (int64_t kk = 0; kk < bm / 16; ++kk) {
+            ArrayRef<Value> aS(dsA.data() + 4 * kk, 4);
+            accK = w.wgmmaRS(accK, aS, w.descAt(qd, kk * 16 * 128), D);
+          }
+          NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+          // Early K/V release: dQ was the item's last read of K and V (dK
+          // reads Q and registers), so the producer may load the next item's
+          // while this one hands over its last dQ and writes dK/dV.
+          if (earlyKV)
+            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         g.add(step, g.idx(1)), it.len),
+                   freeKV);
+
+          // Hand the dQ partial to the reducer (staging buffer of hand-off
+          // first + step).
+          Value qbuf = g.rem(g.add(first, step), g.idx(dqBufs));
+          auto stagingOf = [&] {
+            return g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
+          };
+          // The hand-off's step for the reducer, by MMA thread 0 before the
+          // arrival that passes the tile on (the stage is ours until the
+          // EMPTY_Q arrival below).
+          auto writeHandOff = [&] {
+            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                         g.idx(0)),
+                   [&] {
+                     w.storeHandOff(w.i32of(qt), w.handOffSlot(qbuf, 0));
+                     if (det)
+                       w.storeHandOff(
+                           LLVM::LoadOp::create(b, loc, w.i32,
+                                                w.stepTileSlot(buf, 1), 4),
+                           w.handOffSlot(qbuf, 1));
+                   });
+          };
+          auto f32x2 = VectorType::get({2}, w.f32);
+          auto pairOf = [&](Value acc, int64_t r) -> Value {
+            return vector::FromElementsOp::create(
+                b, loc, f32x2, ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
+          };
+          if (split) {
+            // Both Q halves are parts 0 and 1 of the tile (parts by rows);
+            // pair r of half i: part i, panel r/4, the thread's row and
+            // column (SmemLayout::dQBytes). Warpgroup 0 stores its partial
+            // once the reducer has read the buffer; warpgroup 1 adds its
+            // own onto it (dQ = partial 0 + partial 1, the same order every
+            // run), element by element at the same addresses (the two
+            // warpgroups' fragments coincide), and passes the tile on.
+            Value staging = stagingOf();
+            Value threadOff = g.add(g.mul(fragRow, g.idx(32)),
+                                    g.mul(fragCol, g.idx(4)));
+            auto pairAddr = [&](int64_t half, int64_t r) {
+              return w.sh(g.add(
+                  staging,
+                  g.add(threadOff,
+                        g.idx(half * L.dQPartBytes() + (r / 4) * L.dQPanel() +
+                              8 * ((r / 2) % 2) * 32))));
+            };
+            Value xchg = bufBarrier(kBarXchg, qbuf, g.idx(0));
+            auto ifFirst = scf::IfOp::create(
+                b, loc,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wg,
+                                      g.idx(0)),
+                /*withElse=*/true);
+            {
+              OpBuilder::InsertionGuard sg(b);
+              b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+              w.barSync(bufBarrier(kBarEmpty, qbuf, g.idx(0)),
+                        kHandOffThreads);
+              for (int64_t half = 0; half < 2; ++half)
+                for (int64_t r = 0; r < D / 2; r += 2)
+                  LLVM::StoreOp::create(b, loc, pairOf(dqs[half], r),
+                                        pairAddr(half, r), 8);
+              writeHandOff();
+              w.barArrive(xchg, kMmaThreads);
+              b.setInsertionPointToStart(&ifFirst.getElseRegion().front());
+              w.barSync(xchg, kMmaThreads);
+              for (int64_t half = 0; half < 2; ++half)
+                for (int64_t r = 0; r < D / 2; r += 2) {
+                  Value addr = pairAddr(half, r);
+                  Value sum = arith::AddFOp::create(
+                      b, loc, LLVM::LoadOp::create(b, loc, f32x2, addr, 8),
+                      pairOf(dqs[half], r));
+                  LLVM::StoreOp::create(b, loc, sum, addr, 8);
+                }
+              w.fenceAsyncShared();
+              w.barArrive(bufBarrier(kBarFull, qbuf, g.idx(1)),
+                          kHandOffThreads);
+            }
+          } else {
+            w.barSync(bufBarrier(kBarEmpty, qbuf, wg), kHandOffThreads);
+            Value dq = dqs[0];
+            Value rowBase = dqByRows ? wgRows : g.idx(0);
+            Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
+            Value staging = stagingOf();
+            // Byte offset of the pair (rowOf(r), colOf(r)) in the staging
+            // tile. TMA kernels: this warpgroup's part (SmemLayout::dQBytes),
+            // pair r in its panel r/4, column fragCol: one per-thread offset,
+            // the rest constants. cp.async kernels: padded rows.
+            Value threadOff =
+                tma ? g.add(g.add(g.mul(wg, g.idx(L.dQPartBytes())),
+                                  g.mul(fragRow, g.idx(32))),
+                            g.mul(fragCol, g.idx(4)))
+                    : Value();
+            auto pairOffset = [&](int64_t r) -> Value {
+              if (tma)
+                return g.add(threadOff, g.idx((r / 4) * L.dQPanel() +
+                                              8 * ((r / 2) % 2) * 32));
+              return g.add(g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
+                           g.mul(g.add(colBase, colOf(r)), g.idx(4)));
+            };
+            for (int64_t r = 0; r < dqN / 2; r += 2)
+              LLVM::StoreOp::create(b, loc, pairOf(dq, r),
+                                    w.sh(g.add(staging, pairOffset(r))), 8);
+            w.fenceAsyncShared();
+            if (tma)
+              writeHandOff();
+            w.barArrive(bufBarrier(kBarFull, qbuf, wg), kHandOffThreads);
+          }
+          // dK done before the step ends: its B is this step's Q buffer,
+          // which the producer refills once every MMA thread has arrived on
+          // the stage's EMPTY mbarrier below (cp.async kernels: the next
+          // step's prefetch after the barrier at its top), and the next
+          // step's wait_group 1 assumes no older group is pending. Keep this
+          // wait at the end of the step (measured: leaving dK in flight
+          // under the next step's S^T/dP^T releases the stage later and
+          // costs 6-17%, bench/NOTES.md section 12).
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          if (tma) // this thread is done with the stage
+            w.mbarArrive(w.mbar(kEmptyQ, buf));
+          scf::YieldOp::create(b, loc, ValueRange{accV, accK});
+          tid = tidMma;
+          w.base = window;
+        });
+    // Done with K and V: the producer may load the next item's (early
+    // release: the walk's last step did, unless it was empty).
+    if (tma && earlyKV)
+      g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, it.len,
+                                   g.idx(0)),
+             freeKV);
+    else if (tma)
+      freeKV();
+    threadValues(tid); // the epilogue's fragment coordinates
+
+    // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA
+    // (H == H_kv) the item owns those rows of dk/dv outright: scaled,
+    // rounded and written here, no f32 workspace (the runtime sizes
+    // dk_accum/dv_accum 0, the postprocess skips them). With GQA the query
+    // heads of a group are summed in a fixed order by the postprocess.
+    Value direct =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, H, Hkv);
+    auto ifDirect = scf::IfOp::create(b, loc, direct, /*withElse=*/true);
+    auto epilogue = [&](bool toOutputs) {
+      for (int64_t r = 0; r < D / 2; r += 2) {
+        Value row = g.add(kv0, g.add(wgRows, rowOf(r)));
+        Value col = colOf(r);
+        g.when(g.lt(row, Sk), [&] {
+          for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
+                                  std::pair{walk.getResult(1), true}}) {
+            Value x = w.elem(acc, r), y = w.elem(acc, r + 1);
+            if (!toOutputs) {
+              Value pair = vector::FromElementsOp::create(
+                  b, loc, VectorType::get({2}, w.f32), ValueRange{x, y});
+              vector::StoreOp::create(b, loc, pair,
+                                      k.arg(isK ? kDkAcc : kDvAcc),
+                                      ValueRange{it.bb, it.h, row, col},
+                                      false, llvm::Align(8));
+              continue;
+            }
+            if (isK) { // dK = scale * dS^T Q
+              x = g.mul(x, k.arg(kScale));
+              y = g.mul(y, k.arg(kScale));
+            }
+            Value pair = vector::FromElementsOp::create(
+                b, loc, VectorType::get({2}, w.bf16),
+                ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
+                           arith::TruncFOp::create(b, loc, w.bf16, y)});
+            vector::StoreOp::create(b, loc, pair, k.arg(isK ? kDk : kDv),
+                                    ValueRange{it.bb, row, it.h, col}, false,
+                                    llvm::Align(4));
+          }
+        });
+      }
+    };
+    {
+      OpBuilder::InsertionGuard eg(b);
+      b.setInsertionPointToStart(&ifDirect.getThenRegion().front());
+      epilogue(true);
+      b.setInsertionPointToStart(&ifDirect.getElseRegion().front());
+      epilogue(false);
+    }
+  });
+  // Matches the reducer's last EMPTY arrives (it also orders our exit after
+  // the last hand-offs).
+  if (turns) // warpgroup 1's first arrival, unless the unit had no step
+    w.ptx("{\n.reg .pred p, q;\nsetp.eq.b32 p, $0, 0;\nsetp.ne.b32 q, $1, "
+          "0;\nand.pred p, p, q;\n@p barrier.sync $2, $3;\n}",
+          {w.i32of(g.div(tidMma, g.idx(128))), w.i32of(unitSteps),
+           w.c32(kBarTurn), w.c32(kMmaThreads)});
+  // dq-kv-split: warpgroup 0 alone waits for the buffers.
+  auto finalWaits = [&] {
+    for (int64_t j = 0; j < dqBufs; ++j)
+      w.barSync(bufBarrier(kBarEmpty, g.idx(j), g.div(tidMma, g.idx(128))),
+                kHandOffThreads);
+  };
+  if (split)
+    g.when(g.lt(tidMma, g.idx(128)), finalWaits);
+  else
+    finalWaits();
+  (void)ctx;
+
+}

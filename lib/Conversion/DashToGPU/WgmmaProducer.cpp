@@ -1,0 +1,81 @@
+//===- WgmmaProducer.cpp - The WGMMA kernel's TMA producer ----------------===//
+//
+// TMA kernels, lane 0 of warp 10 (warpgroup 2's registers; the other
+// lanes idle): per item, once the MMA threads are done with the previous
+// K and V (EMPTY_KV), K and V (FULL_KV); per step n of the unit (stage
+// n % 2), once the stage is free (EMPTY_Q), the step's Q tile index and
+// rank into the stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one
+// expect-tx arrival; rows past S_q arrive as zeros). One thread and no
+// per-lane address math keep the walk short: the MMA warps wait on it every
+// step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MainWgmma.h"
+
+using namespace mlir;
+using namespace mlir::dash;
+using namespace mlir::dash::detail;
+using namespace mlir::dash::detail::wgmma;
+
+void WgmmaMain::emitProducer() {
+  Value lane = g.sub(tid, g.idx(32 * kProducerWarp));
+  Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                     g.idx(0));
+  g.when(lead, [&] {
+    // The runtime rewrites the maps at the same workspace address before
+    // every call: make this call's bytes the ones the TMA unit reads (the
+    // loads' maps; the dQ reduce-adds use none).
+    for (int i = 0; i < kTensorMapCount; ++i)
+      if (i != kTensorMapDqAcc)
+        NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
+                                          w.tensorMap(i), w.c32(128));
+    forItems([&](const Item &it, Value first) {
+      Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
+      Value itemParity = g.rem(it.index, g.idx(2));
+      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
+                 g.idx(kEmptyKV), {unit, it.bb, it.h, first});
+      Value fullKV = w.mbar(kFullKV);
+      w.mbarExpect(fullKV, 2 * L.kvBytes());
+      w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);
+      w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, fullKV);
+      // The next item's K and V into L2 while this item runs: its load
+      // above then waits on L2, not HBM (all units switch items at about
+      // the same time under a full mask, so those loads come in a burst).
+      Value nextItem = g.add(it.index, g.idx(1));
+      g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
+        Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
+        w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+        w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+      });
+      g.loop(it.len, [&](Value step) {
+        Value n = g.add(first, step);
+        Value stage = g.rem(n, g.idx(2));
+        Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
+        // The step's Q tile before the wait: once the stage is free only
+        // the copies remain (the MMA warps wait on them).
+        Value qt = visit(it, step);
+        Value rank = det ? rankOf(it, qt) : Value();
+        Value q0 = g.mul(qt, g.idx(bm));
+        Value full = w.mbar(kFullQ, stage);
+        w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
+                   g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
+        // The step's Q tile (and rank) for the MMA threads and, through
+        // them, the reducers; released by the arrival.
+        LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
+        if (det)
+          LLVM::StoreOp::create(b, loc, w.i32of(rank),
+                                w.stepTileSlot(stage, 1), 4);
+        w.mbarExpect(full, 2 * L.qBytes() + 2 * bm * 4);
+        Value qOff = g.mul(stage, g.idx(L.qBytes()));
+        w.tmaTile(0, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, bm, full);
+        w.tmaTile(3, g.add(at(L.dO(0)), qOff), it.bb, q0, it.h, bm, full);
+        Value vOff = g.mul(stage, g.idx(bm * 4));
+        w.tmaRowVector(kTensorMapLse2, g.add(at(L.lse(0)), vOff), it.bb, q0,
+                       it.h, full);
+        w.tmaRowVector(kTensorMapDPsum, g.add(at(L.dps(0)), vOff), it.bb,
+                       q0, it.h, full);
+      });
+    });
+  });
+}
