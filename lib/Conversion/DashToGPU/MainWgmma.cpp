@@ -22,7 +22,8 @@
 //      dV_R += P^T_R dO, dK_R += dS^T_R Q           (m64nD,   K = 64)
 //      dQ[:, half w] = dS K[:, half w]               (m64nD/2, K = 128)
 //    dV/dK stay in registers for the whole walk (d = 64: 128-row Q tiles,
-//    dQ split by rows).
+//    dQ split by rows; dP^T's accumulator starts at dPsum and subtracts the
+//    products, stats-in-acc, so the dS pass reads no dPsum).
 //  * The dQ partial goes registers -> shared (f32, staging buffer = hand-off
 //    parity); that buffer's reducer warp waits for the row's turn
 //    (deterministic: the semaphore equals the rank), adds the tile (TMA: lane
