@@ -193,12 +193,13 @@ def run_cell(d, mask, s, args, results):
             for pol in pols for det in (True, False)]
     for suffix, rt, kdir, pol, det in runs:
         name = "dash-%s-%s%s" % (pol, "det" if det else "nondet", suffix)
-        fn = (lambda pol, det: lambda: dash_attn.attention_backward(
-            q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
-            scale=scale, deterministic=det, schedule=pol, layout="bhsd"))(pol, det)
-        check = (lambda pol, det: lambda: dash_attn.check_backward(
-            q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
-            scale=scale, deterministic=det, schedule=pol, layout="bhsd"))(pol, det)
+        # The call and its check_backward twin, bound to this row's schedule.
+        def bound(api, pol=pol, det=det):
+            return lambda: api(
+                q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal,
+                scale=scale, deterministic=det, schedule=pol, layout="bhsd")
+        fn = bound(dash_attn.attention_backward)
+        check = bound(dash_attn.check_backward)
         if rt is not None:
             fn, check = with_runtime(rt, fn), with_runtime(rt, check)
         try:

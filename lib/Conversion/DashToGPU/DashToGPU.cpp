@@ -72,18 +72,23 @@ struct ConvertDashToGPUPass
     if (tma && !useWgmma)
       return op.emitOpError() << "loads=tma needs mma=wgmma (got mma=" << mma
                               << ")";
-    if (dsBuffers < 0 || dsBuffers > 2)
-      return op.emitOpError() << "ds-buffers must be 1 or 2, or 0 for the "
-                                 "default (got "
-                              << int64_t(dsBuffers) << ")";
+    // An integer option takes `allowed` (dflt + 1 .. hi) or dflt, which
+    // picks the default.
+    auto checkOption = [&](StringRef name, int64_t v, int64_t dflt,
+                           int64_t hi, StringRef allowed) -> LogicalResult {
+      if (v >= dflt && v <= hi)
+        return success();
+      return op.emitOpError() << name << " must be " << allowed << ", or "
+                              << dflt << " for the default (got " << v << ")";
+    };
+    if (failed(checkOption("ds-buffers", dsBuffers, 0, 2, "1 or 2")))
+      return failure();
     if (dsBuffers == 2 && !(useWgmma && tma))
       return op.emitOpError() << "ds-buffers=2 needs mma=wgmma with "
                                  "loads=tma (the cp.async kernels "
                                  "synchronise every step anyway)";
-    if (dqBuffers < 0 || dqBuffers > 2)
-      return op.emitOpError() << "dq-buffers must be 1 or 2, or 0 for the "
-                                 "default (got "
-                              << int64_t(dqBuffers) << ")";
+    if (failed(checkOption("dq-buffers", dqBuffers, 0, 2, "1 or 2")))
+      return failure();
     if (dqBuffers == 1 && !(useWgmma && tma))
       return op.emitOpError() << "dq-buffers=1 needs mma=wgmma with "
                                  "loads=tma";
@@ -94,29 +99,23 @@ struct ConvertDashToGPUPass
     // (FlashAttention-3's hdim-64 form: +1..11%). Elsewhere one dS^T buffer
     // and two staging buffers.
     bool tmaWgmma = useWgmma && tma;
-    if (dqKvSplit < -1 || dqKvSplit > 1)
-      return op.emitOpError() << "dq-kv-split must be 0 or 1, or -1 for the "
-                                 "default (got "
-                              << int64_t(dqKvSplit) << ")";
+    if (failed(checkOption("dq-kv-split", dqKvSplit, -1, 1, "0 or 1")))
+      return failure();
     if (dqKvSplit == 1 && !(tmaWgmma && bm == 128))
       return op.emitOpError()
              << "dq-kv-split=1 needs mma=wgmma with loads=tma and 128-row Q "
                 "tiles (D = 64; got "
              << bm << " rows at D = " << D << ")";
     bool kvSplit = dqKvSplit == 1;
-    if (wgTurns < -1 || wgTurns > 1)
-      return op.emitOpError() << "wg-turns must be 0 or 1, or -1 for the "
-                                 "default (got "
-                              << int64_t(wgTurns) << ")";
+    if (failed(checkOption("wg-turns", wgTurns, -1, 1, "0 or 1")))
+      return failure();
     // With dQ split by rows the warpgroups meet at the dS^T barrier every
     // step: turns would only add a second meeting.
     if (wgTurns == 1 && !kvSplit)
       return op.emitOpError() << "wg-turns=1 needs dq-kv-split=1";
     bool turns = wgTurns == 1;
-    if (statsInAcc < -1 || statsInAcc > 2)
-      return op.emitOpError() << "stats-in-acc must be 0, 1 or 2, or -1 for "
-                                 "the default (got "
-                              << int64_t(statsInAcc) << ")";
+    if (failed(checkOption("stats-in-acc", statsInAcc, -1, 2, "0, 1 or 2")))
+      return failure();
     if (statsInAcc > 0 && !tmaWgmma)
       return op.emitOpError() << "stats-in-acc=" << int64_t(statsInAcc)
                               << " needs mma=wgmma with loads=tma";
@@ -140,10 +139,8 @@ struct ConvertDashToGPUPass
                            kMaxShared
                    ? 2
                    : 1;
-    if (earlyKv < -1 || earlyKv > 1)
-      return op.emitOpError() << "early-kv must be 0 or 1, or -1 for the "
-                                 "default (got "
-                              << int64_t(earlyKv) << ")";
+    if (failed(checkOption("early-kv", earlyKv, -1, 1, "0 or 1")))
+      return failure();
     if (earlyKv == 1 && !tmaWgmma)
       return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
                                  "loads=tma (K/V come from the producer)";

@@ -252,11 +252,11 @@ void WgmmaMain::emitMma() {
             return acc;
           };
           Value lseInit = lseAcc ? accStart(lseBase, negInvScaleLog2) : Value();
-          Value dpsInit =
-              lseAcc && dpsAcc ? accStart(dpsBase, Value()) : Value();
+          // (Level 2 implies level 1.)
+          Value dpsInit = lseAcc ? accStart(dpsBase, Value()) : Value();
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value S = rowsTimesQT(kRowsDesc, qd, lseInit, false);
-          if (dpsAcc && !lseAcc)
+          if (dpsAcc && !dpsInit)
             dpsInit = accStart(dpsBase, Value());
           Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
@@ -469,6 +469,12 @@ void WgmmaMain::emitMma() {
             return vector::FromElementsOp::create(
                 b, loc, f32x2, ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
           };
+          // TMA staging tiles: byte offset of accumulator pair r in its part
+          // beyond the thread's own (fragRow, fragCol): panel r/4, 8 rows
+          // down for (r/2) odd (SmemLayout::dQBytes).
+          auto pairInPart = [&](int64_t r) {
+            return (r / 4) * L.dQPanel() + 8 * ((r / 2) % 2) * 32;
+          };
           if (split) {
             // Both Q halves are parts 0 and 1 of the tile (parts by rows);
             // pair r of half i: part i, panel r/4, the thread's row and
@@ -484,8 +490,7 @@ void WgmmaMain::emitMma() {
               return w.sh(g.add(
                   staging,
                   g.add(threadOff,
-                        g.idx(half * L.dQPartBytes() + (r / 4) * L.dQPanel() +
-                              8 * ((r / 2) % 2) * 32))));
+                        g.idx(half * L.dQPartBytes() + pairInPart(r)))));
             };
             Value xchg = bufBarrier(kBarXchg, qbuf, g.idx(0));
             auto ifFirst = scf::IfOp::create(
@@ -535,8 +540,7 @@ void WgmmaMain::emitMma() {
                     : Value();
             auto pairOffset = [&](int64_t r) -> Value {
               if (tma)
-                return g.add(threadOff, g.idx((r / 4) * L.dQPanel() +
-                                              8 * ((r / 2) % 2) * 32));
+                return g.add(threadOff, g.idx(pairInPart(r)));
               return g.add(g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
                            g.mul(g.add(colBase, colOf(r)), g.idx(4)));
             };

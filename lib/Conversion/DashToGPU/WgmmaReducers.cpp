@@ -46,11 +46,11 @@ void WgmmaMain::emitReducers() {
   // Both warpgroups' parts start free; the reducer waits for both parts
   // of a hand-off and frees both. dq-kv-split: warpgroup 0 alone waits for
   // the buffer (EMPTY) and warpgroup 1 alone hands it over (FULL).
-  auto bothParts = [&](function_ref<void(Value)> f) {
+  auto emptyParts = [&](function_ref<void(Value)> f) {
     for (int64_t part = 0; part < (split ? 1 : 2); ++part)
       f(g.idx(part));
   };
-  bothParts([&](Value wgPart) {
+  emptyParts([&](Value wgPart) {
     w.barArrive(bufBarrier(kBarEmpty, mine, wgPart), kHandOffThreads);
   });
   forItems([&](const Item &it, Value first) {
@@ -157,7 +157,7 @@ void WgmmaMain::emitReducers() {
                 });
               }
               w.syncWarp();
-              bothParts([&](Value wgPart) {
+              emptyParts([&](Value wgPart) {
                 w.barArrive(bufBarrier(kBarEmpty, buf, wgPart),
                             kHandOffThreads);
               });
@@ -199,7 +199,7 @@ void WgmmaMain::emitReducers() {
             NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
             // The staging buffer is free once read.
             NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
-            bothParts([&](Value wgPart) {
+            emptyParts([&](Value wgPart) {
               w.barArrive(bufBarrier(kBarEmpty, buf, wgPart),
                           kHandOffThreads);
             });
