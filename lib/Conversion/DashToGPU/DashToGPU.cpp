@@ -241,6 +241,8 @@ struct ConvertDashToGPUPass
     if (tmaWgmma) {
       dqLayout = {bm, D};
       config.append("dq_accum_map", b.getStringAttr("tiles"));
+      if (op.getDeterministic())
+        config.append("dq_accum_init", b.getStringAttr("rank0-store"));
     }
     config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
     // The WGMMA main kernel writes dk/dv itself when H_q == H_kv (its
@@ -254,7 +256,14 @@ struct ConvertDashToGPUPass
     SmallVector<Type> argTypes =
         kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0, tma);
     b.setInsertionPointToStart(gpuModule.getBody());
-    buildPreprocess(b, loc, argTypes, D, nthreads, dqLayout);
+    DqAccumInit dqInit;
+    if (tmaWgmma && op.getDeterministic()) {
+      dqInit.rankZeroStores = true;
+      dqInit.causalBottomRight =
+          op.getMask() == Mask::Causal &&
+          op.getEffectiveAlign() == CausalAlign::BottomRight;
+    }
+    buildPreprocess(b, loc, argTypes, D, nthreads, dqLayout, dqInit);
     if (useWgmma)
       buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, wgmmaConfig);
     else if (useSync)

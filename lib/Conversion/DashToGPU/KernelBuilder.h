@@ -409,12 +409,24 @@ struct DqAccumLayout {
   int64_t panelFloats() const { return kPartRows * kPanelCols; }
 };
 
+/// Which dq_accum rows the preprocess zeroes: all of them (rows padded to
+/// whole tiles included), unless every Q tile's first hand-off in the
+/// deterministic order stores rather than adds (the deterministic TMA WGMMA
+/// kernels, rankZeroStores). Then only the rows no key is visible to: their
+/// tiles may have no hand-off at all (S_k = 0, or a bottom-right causal mask
+/// with S_q > S_k), and in a visited tile they get zeros anyway.
+struct DqAccumInit {
+  bool rankZeroStores = false;
+  bool causalBottomRight = false;
+};
+
 /// The elementwise kernels around the main one (PrePost.cpp): dPsum,
 /// lse_log2 and zeroed workspace; dQ (and, from the workspace, dK/dV) in
 /// the output type. dkdvDirect: the main kernel writes dk/dv when
 /// H == H_kv, so the postprocess leaves them alone then.
 void buildPreprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
-                     int64_t d, int64_t threads, DqAccumLayout dqLayout);
+                     int64_t d, int64_t threads, DqAccumLayout dqLayout,
+                     DqAccumInit dqInit);
 void buildPostprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                       int64_t d, int64_t threads, bool dkdvDirect,
                       DqAccumLayout dqLayout);

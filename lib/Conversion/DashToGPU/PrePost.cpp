@@ -1,16 +1,18 @@
 //===- PrePost.cpp - The preprocess and postprocess kernels ---------------===//
 //
 // dash_bwd_preprocess: dPsum = rowsum(dO * O) and lse_log2 = lse * log2(e)
-// (0 for a fully masked row) per query row, and the zeroed dQ accumulator,
-// dK/dV accumulators and semaphores. dash_bwd_postprocess: dQ = scale *
+// (0 for a fully masked row) per query row, and the zeroed dQ accumulator
+// (deterministic TMA kernels: only its rows without a visible key, since
+// each Q tile's first hand-off stores), dK/dV accumulators and semaphores. dash_bwd_postprocess: dQ = scale *
 // dq_accum, and where the main kernel left them in the workspace, dK =
 // scale * (sum over the query heads of a group), dV = that sum, in a fixed
 // order (deterministic GQA).
 //
-// Both are memory-bound. One warp per row (up to four in flight): lane l owns
-// the D/32 contiguous elements l*D/32.. of the row (one vector access per lane,
-// a warp reads a whole row), and the rows are walked by a mixed-radix counter,
-// so the loop runs no division per row.
+// Both are memory-bound. D/8 lanes per row, a warp on 256/D consecutive rows
+// at once (two such groups in flight): lane l owns the 8 contiguous
+// elements 8l.. of its row (one 16-byte access per lane and tensor), and the
+// rows are walked by a mixed-radix counter, so the loop runs no division per
+// row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,27 +29,36 @@ using namespace mlir::dash;
 using namespace mlir::dash::detail;
 
 namespace {
-/// Rows a warp has in flight (H200, bench/kernel_times.py, b * s = 16k, h *
-/// d = 2048): the postprocess's dQ 64 -> 50 us (D = 128) and 96 -> 75 us (D =
-/// 64) with four; the preprocess 202 -> 172 us at D = 64, but 116 -> 147 us at
-/// D = 128, where four rows' addresses take 100 registers and one CTA per SM.
-int64_t preRowsInFlight(int64_t d) { return d == 64 ? 4 : 1; }
-constexpr int64_t kPostRowsInFlight = 4;
+/// Groups of rows a warp has in flight (each lane 16 bytes of each tensor
+/// per group), at two CTAs per SM (buildRowKernel). H200, b * s = 16k, h * d
+/// = 2048 (bench/kernel_times.py, bench/NOTES.md section 16): two groups at
+/// two CTAs took the preprocess to 52-53 us and the postprocess to 50-54 us,
+/// from 111-175 and 58-88 us (one warp per row, four rows in flight) and
+/// 85 and 65-68 us (two and four groups, one CTA per SM at 104-116
+/// registers).
+constexpr int64_t kPreGroupsInFlight = 2;
+constexpr int64_t kPostGroupsInFlight = 2;
 
-/// Per-row vector accesses of one kernel: lane `lane` owns columns
-/// [lane * V, lane * V + V) of a D-element row, V = D / 32.
+/// Per-row vector accesses of one kernel: `lanes` = D / V lanes per row,
+/// lane l of a row owning its columns [l * V, l * V + V), V = 8 (16 bytes of
+/// the 2-byte activations, 32 of f32), so a warp takes 32 / lanes rows at
+/// once. At one warp per row (4-byte lanes at D = 64, 8 at D = 128) the
+/// preprocess ran at 1.6-2.3 TB/s.
 struct RowAccess {
+  static constexpr int64_t V = 8;
   Kernel &k;
   OpBuilder &b;
   Location loc;
-  int64_t V;
+  int64_t lanes;
   Type elt; // the gradients' / activations' element type
 
   RowAccess(Kernel &k, int64_t d, Type elt)
-      : k(k), b(k.b), loc(k.loc), V(d / 32), elt(elt) {}
+      : k(k), b(k.b), loc(k.loc), lanes(d / V), elt(elt) {
+    assert(d % V == 0 && llvm::isPowerOf2_64(lanes) && lanes <= 32);
+  }
 
   VectorType vec(Type t) { return VectorType::get({V}, t); }
-  /// The first of lane `lane`'s columns.
+  /// The first of lane `lane`'s columns (`lane` within the row).
   Value col(Value lane) { return k.g.mul(lane, k.g.idx(V)); }
   unsigned bytes(Type t) { return V * t.getIntOrFloatBitWidth() / 8; }
   /// The lane's V elements as f32.
@@ -76,29 +87,44 @@ struct RowAccess {
     return arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(t, b.getF32FloatAttr(0.0f)));
   }
+  /// The sum over the row's lanes, in every one of them (an order-fixed
+  /// butterfly within the row's aligned group of lanes).
+  Value rowSum(Value x) {
+    for (int32_t off = lanes / 2; off >= 1; off /= 2)
+      x = k.g.add(x, gpu::ShuffleOp::create(b, loc, x, off, 32,
+                                            gpu::ShuffleMode::XOR)
+                         .getShuffleResult());
+    return x;
+  }
 };
 
-/// One warp per row of the row-major space [d0, d1, d2], grid-stride over
-/// the grid's warps, `unroll` rows per iteration: load(i0, i1, i2, lane) for
-/// each of them first, then finish(i0, i1, i2, lane, loaded) for each, so
-/// a warp has `unroll` rows' loads in flight (one row's leaves the memory
-/// pipe mostly idle: the loads' latency, not the bandwidth, bounded these
-/// kernels). The coordinates advance by the grid's warp count W as a
-/// mixed-radix add (W's digits are computed once), so no row pays for a
-/// division.
+/// The rows of the row-major space [d0, d1, d2], row.lanes lanes each, so
+/// a warp takes R = 32 / row.lanes consecutive rows at once; grid-stride
+/// over these groups of R rows, `unroll` groups per iteration: load(i0, i1,
+/// i2, lane) for each of them first, then finish(i0, i1, i2, lane, loaded)
+/// for each, so a warp has `unroll` groups' loads in flight (the loads'
+/// latency, not the bandwidth, bounded these kernels). `lane` is the lane
+/// within its row. A lane's row advances by the grid's warp count times R
+/// as a mixed-radix add (those digits are computed once), so no row pays
+/// for a division. Lanes past the last row take the last row: they repeat
+/// its loads and stores (the same values to the same addresses), so no
+/// predicate splits a warp (the preprocess's butterfly needs every lane).
 using RowLoad = function_ref<SmallVector<Value>(Value, Value, Value, Value)>;
 using RowFinish =
     function_ref<void(Value, Value, Value, Value, ArrayRef<Value>)>;
-void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
-              RowLoad load, RowFinish finish) {
+void warpRows(Kernel &k, const RowAccess &row, Value d0, Value d1, Value d2,
+              int64_t unroll, RowLoad load, RowFinish finish) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   LoopGen &g = k.g;
+  const int64_t R = 32 / row.lanes;
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value nb = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   Value c32 = g.idx(32), warpsPerCta = g.idx(k.threads / 32);
   Value lane = g.rem(k.tid, c32);
-  Value first = g.add(g.mul(bid, warpsPerCta), g.div(k.tid, c32));
+  Value rowLane = g.rem(lane, g.idx(row.lanes));
+  Value sub = g.div(lane, g.idx(row.lanes)); // the lane's row in the group
+  Value warp = g.add(g.mul(bid, warpsPerCta), g.div(k.tid, c32));
   Value W = g.mul(nb, warpsPerCta);
   Value plane = g.mul(d1, d2), total = g.mul(d0, plane);
   // An empty space (dk_accum when the main kernel writes dk/dv) must not
@@ -106,13 +132,17 @@ void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
   auto nonEmpty = scf::IfOp::create(b, loc, g.lt(g.idx(0), total), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&nonEmpty.getThenRegion().front());
+  Value groups = g.div(g.add(total, g.idx(R - 1)), g.idx(R));
   auto digits = [&](Value x) {
     return SmallVector<Value>{g.div(x, plane), g.rem(g.div(x, d2), d1),
                               g.rem(x, d2)};
   };
-  SmallVector<Value> start = digits(first), step = digits(W);
-  // The row W after `at`: digit + step digit + carry-in < 2 * radix, so one
-  // subtraction wraps.
+  Value rowStride = g.mul(W, g.idx(R));
+  SmallVector<Value> start = digits(g.add(g.mul(warp, g.idx(R)), sub)),
+                     step = digits(rowStride),
+                     last = digits(g.sub(total, g.idx(1)));
+  // The row `rowStride` after `at`: digit + step digit + carry-in < 2 *
+  // radix, so one subtraction wraps.
   auto advance = [&](ArrayRef<Value> at) {
     Value carry = g.idx(0);
     auto addDigit = [&](Value x, Value dx, Value radix) {
@@ -129,18 +159,31 @@ void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
     return SmallVector<Value>{i0, i1, i2};
   };
   scf::ForOp::create(
-      b, loc, first, total, g.mul(W, g.idx(unroll)), start,
-      [&](OpBuilder &nb2, Location, Value iv, ValueRange at0) {
+      b, loc, warp, groups, g.mul(W, g.idx(unroll)), start,
+      [&](OpBuilder &nb2, Location, Value gi, ValueRange at0) {
         OpBuilder::InsertionGuard ig(b);
         b.setInsertionPoint(nb2.getInsertionBlock(), nb2.getInsertionPoint());
         SmallVector<SmallVector<Value>> at{SmallVector<Value>(at0)};
-        SmallVector<Value> valid{Value()}; // row 0 is inside the loop bound
+        SmallVector<Value> valid{Value()}; // group 0 is inside the loop bound
         for (int64_t u = 1; u < unroll; ++u) {
           at.push_back(advance(at.back()));
-          valid.push_back(g.lt(g.add(iv, g.mul(W, g.idx(u))), total));
+          valid.push_back(g.lt(g.add(gi, g.mul(W, g.idx(u))), groups));
         }
+        // The coordinates a lane uses: its row's, or the last row's.
+        Value r0 = g.add(g.mul(gi, g.idx(R)), sub);
+        auto coords = [&](int64_t u) {
+          Value in = g.lt(g.add(r0, g.mul(rowStride, g.idx(u))), total);
+          SmallVector<Value> c;
+          for (int i = 0; i < 3; ++i)
+            c.push_back(arith::SelectOp::create(b, loc, in, at[u][i], last[i])
+                            .getResult());
+          return c;
+        };
+        SmallVector<SmallVector<Value>> rows;
+        for (int64_t u = 0; u < unroll; ++u)
+          rows.push_back(coords(u));
         SmallVector<SmallVector<Value>> loaded{
-            load(at[0][0], at[0][1], at[0][2], lane)};
+            load(rows[0][0], rows[0][1], rows[0][2], rowLane)};
         SmallVector<Type> types;
         for (Value v : loaded[0])
           types.push_back(v.getType());
@@ -148,8 +191,8 @@ void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
           auto ifValid = scf::IfOp::create(b, loc, types, valid[u], true);
           OpBuilder::InsertionGuard lg(b);
           b.setInsertionPointToStart(&ifValid.getThenRegion().front());
-          scf::YieldOp::create(b, loc,
-                               load(at[u][0], at[u][1], at[u][2], lane));
+          scf::YieldOp::create(
+              b, loc, load(rows[u][0], rows[u][1], rows[u][2], rowLane));
           b.setInsertionPointToStart(&ifValid.getElseRegion().front());
           SmallVector<Value> zeros;
           for (Type t : types)
@@ -160,7 +203,7 @@ void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
         }
         for (int64_t u = 0; u < unroll; ++u) {
           auto body = [&] {
-            finish(at[u][0], at[u][1], at[u][2], lane, loaded[u]);
+            finish(rows[u][0], rows[u][1], rows[u][2], rowLane, loaded[u]);
           };
           if (u == 0)
             body();
@@ -170,11 +213,11 @@ void warpRows(Kernel &k, Value d0, Value d1, Value d2, int64_t unroll,
         scf::YieldOp::create(b, loc, advance(at.back()));
       });
 }
-/// One row per iteration, loads and all in `body`.
-void warpRows(Kernel &k, Value d0, Value d1, Value d2,
+/// One group per iteration, loads and all in `body`.
+void warpRows(Kernel &k, const RowAccess &row, Value d0, Value d1, Value d2,
               function_ref<void(Value, Value, Value, Value)> body) {
   warpRows(
-      k, d0, d1, d2, 1,
+      k, row, d0, d1, d2, 1,
       [](Value, Value, Value, Value) { return SmallVector<Value>{}; },
       [&](Value i0, Value i1, Value i2, Value lane, ArrayRef<Value>) {
         body(i0, i1, i2, lane);
@@ -206,6 +249,10 @@ void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
                     function_ref<void(Kernel &, RowAccess &)> body) {
   OpBuilder::InsertionGuard guard(b);
   Kernel k(b, loc, name, argTypes, threads);
+  // Two CTAs per SM (<= 80 registers at 384 threads; a few spill stores,
+  // outside the row loops' loads): at 104-116 registers, one CTA, half the
+  // loads in flight per SM.
+  k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
   RowAccess row(k, D, cast<MemRefType>(argTypes[kQ]).getElementType());
   body(k, row);
   gpu::ReturnOp::create(b, loc);
@@ -213,9 +260,10 @@ void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
 } // namespace
 
 /// The memref indices of dq_accum's element for dQ (bb, h, s, col): `col`
-/// the first of a lane's V columns, which lie in one 8-column panel of one
-/// part in the tiles layout (V = D / 32 <= 4), so the lane's access stays
-/// one vector. Every extent is a power of two: shifts and masks, no
+/// the first of a lane's V = 8 columns, which are one row of one 8-column
+/// panel in the tiles layout, so the lane's access stays one vector (and
+/// the 32 / lanes rows of a warp are consecutive 32-byte rows of each
+/// panel). Every extent is a power of two: shifts and masks, no
 /// division per row.
 static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
                                        Value bb, Value h, Value s, Value col) {
@@ -259,13 +307,15 @@ static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
 void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                                          ArrayRef<Type> argTypes, int64_t D,
                                          int64_t threads,
-                                         DqAccumLayout dqLayout) {
+                                         DqAccumLayout dqLayout,
+                                         DqAccumInit dqInit) {
   auto body = [&](Kernel &k, RowAccess &row) {
     LoopGen &g = k.g;
-    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2);
+    Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
+          Sk = k.dim(kK, 1);
     // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum.
     warpRows(
-        k, B, H, Sq, preRowsInFlight(D),
+        k, row, B, H, Sq, kPreGroupsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
           Value col = row.col(lane);
           return SmallVector<Value>{row.load(k.arg(kDO), {bb, s, h, col}),
@@ -278,11 +328,7 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
           Value part = vector::ExtractOp::create(b, loc, prod, 0);
           for (int64_t i = 1; i < row.V; ++i)
             part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
-          // Butterfly: every lane ends with the same, order-fixed sum.
-          for (int32_t off = 16; off >= 1; off /= 2)
-            part = g.add(part, gpu::ShuffleOp::create(b, loc, part, off, 32,
-                                                      gpu::ShuffleMode::XOR)
-                                   .getShuffleResult());
+          part = row.rowSum(part);
           g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                        lane, g.idx(0)),
                  [&] {
@@ -297,16 +343,29 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                    memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
                                            ValueRange{bb, h, s});
                  });
-          // Row s of the buffer (in the tiles layout not dQ's row s, but
-          // every row below S_q is zeroed all the same).
-          row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
+          if (!dqInit.rankZeroStores) {
+            // Row s of the buffer (in the tiles layout not dQ's row s, but
+            // every row below S_q is zeroed all the same).
+            row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
+            return;
+          }
+          // Only dQ's rows without a visible key, where they are.
+          Value noKey = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq, Sk, g.idx(0));
+          if (dqInit.causalBottomRight) // key j <= s + S_k - S_q
+            noKey = arith::OrIOp::create(b, loc, noKey, g.lt(g.add(s, Sk), Sq));
+          g.when(noKey, [&] {
+            row.store(row.zeros(), k.arg(kDqAcc),
+                      dqAccumIndex(k, dqLayout, bb, h, s, col));
+          });
         });
     // The tiles layout pads dq_accum's rows to whole tiles: those past S_q
     // (none when block_m divides S_q) in a loop of their own (measured: a
-    // separate pass over all of dq_accum cost 18-20 us per call).
-    if (dqLayout.tiles()) {
+    // separate pass over all of dq_accum cost 18-20 us per call); with
+    // rankZeroStores the first hand-off writes them.
+    if (dqLayout.tiles() && !dqInit.rankZeroStores) {
       Value pad = g.sub(k.dim(kDqAcc, 2), Sq);
-      warpRows(k, B, H, pad, [&](Value bb, Value h, Value p, Value lane) {
+      warpRows(k, row, B, H, pad, [&](Value bb, Value h, Value p, Value lane) {
         row.store(row.zeros(), k.arg(kDqAcc),
                   {bb, h, g.add(Sq, p), row.col(lane)});
       });
@@ -314,7 +373,7 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
     // dK/dV accumulators: their rows come from their own descriptors (none
     // when the main kernel writes dk/dv itself).
     for (Arg acc : {kDkAcc, kDvAcc})
-      warpRows(k, k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
+      warpRows(k, row, k.dim(acc, 0), k.dim(acc, 1), k.dim(acc, 2),
                [&](Value bb, Value h, Value s, Value lane) {
                  row.store(row.zeros(), k.arg(acc),
                            {bb, h, s, row.col(lane)});
@@ -334,7 +393,7 @@ void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
           Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
     Value scale = row.splat(k.arg(kScale));
     warpRows(
-        k, B, H, Sq, kPostRowsInFlight,
+        k, row, B, H, Sq, kPostGroupsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
           return SmallVector<Value>{
               row.load(k.arg(kDqAcc),
@@ -354,7 +413,7 @@ void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
       b.setInsertionPointToStart(&gqaOnly.getThenRegion().front());
     }
     Value group = g.div(H, Hkv);
-    warpRows(k, B, Hkv, Sk, [&](Value bb, Value hkv, Value s, Value lane) {
+    warpRows(k, row, B, Hkv, Sk, [&](Value bb, Value hkv, Value s, Value lane) {
       Value col = row.col(lane);
       Value h0 = g.mul(hkv, group);
       // Ascending query head: a fixed order.

@@ -480,6 +480,16 @@ struct WgmmaBuilder {
         "[$0], [$1], $2;",
         {dst, sh(src), bytes});
   }
+  /// bulkReduceAdd, or a plain bulk copy when `rank32` is 0: a Q tile's
+  /// first hand-off in the deterministic order overwrites its dq_accum
+  /// tile, so the preprocess need not zero it (predicated, no branch).
+  void bulkStoreOrAdd(Value dst, Value src, Value bytes, Value rank32) {
+    ptx("{\n.reg .pred p;\nsetp.eq.b32 p, $3, 0;\n"
+        "@p cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;\n"
+        "@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+        "[$0], [$1], $2;\n}",
+        {dst, sh(src), bytes, rank32});
+  }
   /// TMA of the Q tile's bm f32 values of a [B, H, S_q] workspace vector
   /// (map `i`: lse_log2 or dPsum) into `dst`; rows past S_q arrive as
   /// zeros. Completes on `bar`.

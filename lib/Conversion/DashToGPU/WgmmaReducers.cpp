@@ -6,7 +6,9 @@
 // and bulk completion of the unit). Per hand-off: wait FULL,
 // (deterministic) lane 0 waits for the row's turn, the tile is added (TMA
 // kernels: lane 0, one 1-D bulk reduce-add per warpgroup's part as soon as
-// it is in, or one for the whole tile with dq-kv-split; cp.async kernels:
+// it is in, or one for the whole tile with dq-kv-split; deterministic, the
+// tile's rank 0 stores instead, over dq_accum the preprocess did not zero;
+// cp.async kernels:
 // every lane, one bulk reduce-add per staging row); once the copies have
 // read shared memory the buffer goes back to the MMA side (EMPTY);
 // deterministic mode then waits for the adds to complete, fences and
@@ -61,7 +63,7 @@ void WgmmaMain::emitReducers() {
           [&] {
             // TMA kernels: the hand-off carries its Q tile and rank (read
             // after FULL); cp.async kernels evaluate the schedule here.
-            Value qt, rank;
+            Value qt, rank, rank32;
             if (!tma) {
               qt = visit(it, step);
               if (det)
@@ -96,8 +98,10 @@ void WgmmaMain::emitReducers() {
                                                   v);
               };
               qt = toIndex(fields.getResult(0));
-              if (det)
-                rank = toIndex(fields.getResult(1));
+              if (det) {
+                rank32 = fields.getResult(1);
+                rank = toIndex(rank32);
+              }
             }
             Value semPtr;
             Value staging =
@@ -147,9 +151,12 @@ void WgmmaMain::emitReducers() {
                     dst = LLVM::GEPOp::create(
                         b, loc, dst.getType(), w.i32, dst,
                         ArrayRef<LLVM::GEPArg>{L.dQPartBytes() / 4});
-                  w.bulkReduceAdd(dst,
-                                  g.add(staging, g.idx(part * addBytes)),
-                                  w.c32(addBytes));
+                  Value src = g.add(staging, g.idx(part * addBytes));
+                  // Deterministic: rank 0 stores (dq_accum is not zeroed).
+                  if (det)
+                    w.bulkStoreOrAdd(dst, src, w.c32(addBytes), rank32);
+                  else
+                    w.bulkReduceAdd(dst, src, w.c32(addBytes));
                   NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
                   if (part == adds - 1) // the buffer is free once read
                     NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0,

@@ -1,55 +1,85 @@
-// The elementwise kernels around the main one: one warp per row (up to four rows
-// in flight per warp), each lane D/32 contiguous elements as one vector access, rows walked by a
-// mixed-radix counter (no division inside the row loops; an empty row space,
-// e.g. dk_accum of a kernel that writes dk/dv itself, skips the divisions).
+// The elementwise kernels around the main one: D/8 lanes per row, each lane
+// 8 contiguous elements (one 16-byte access per lane and tensor), a warp on
+// 256/D consecutive rows at once, two such groups in flight, two CTAs per
+// SM; rows
+// walked by a mixed-radix counter (no division inside the row loops; an empty
+// row space, e.g. dk_accum of a kernel that writes dk/dv itself, skips the
+// divisions). Deterministic TMA kernels: each Q tile's rank-0 hand-off stores
+// its dQ partial, so the preprocess zeroes only the dq_accum rows no key is
+// visible to (the non-deterministic kernels: every row, and the pad rows).
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D64
+// RUN: sed 's/align = bottom_right/align = top_left/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=TOPLEFT
 
+// CHECK: dq_accum_init = "rank0-store"
 // CHECK-LABEL: gpu.func @dash_bwd_preprocess
-// CHECK: %[[NONEMPTY:.*]] = arith.cmpi sgt, %{{.*}}, %c0 : index
+// CHECK-SAME: nvvm.minctasm = 2 : i32
+// D = 128: 16 lanes per row, the lane's place in its row and its row of the
+// warp's two.
+// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
+// CHECK-NEXT: %[[RL:.*]] = arith.remui %[[LANE]], %c16 : index
+// CHECK-NEXT: %[[SUB:.*]] = arith.divui %[[LANE]], %c16 : index
+// CHECK: %[[NONEMPTY:.*]] = arith.cmpi sgt, %[[TOTAL:.*]], %c0 : index
 // CHECK-NEXT: scf.if %[[NONEMPTY]] {
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (index, index, index) {
+// CHECK: scf.for %[[G:.*]] = {{.*}} iter_args({{.*}}) -> (index, index, index) {
 // CHECK-NOT: arith.divui
 // CHECK-NOT: arith.remui
-// dPsum: dO . O of the lane's 4 elements, then a butterfly over the warp.
-// At D = 128 one row per iteration (D64 below: four).
-// CHECK: vector.load %arg4[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
-// CHECK: vector.load %arg3[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
-// CHECK-NOT: scf.if
-// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// A lane past the last row takes the last row's coordinates.
+// CHECK: %[[G2:.*]] = arith.muli %[[G]], %c2 : index
+// CHECK-NEXT: %[[ROW:.*]] = arith.addi %[[G2]], %[[SUB]] : index
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[ROW]], %[[TOTAL]] : index
+// CHECK-NEXT: arith.select %[[IN]]
+// CHECK: %[[COL:.*]] = arith.muli %[[RL]], %c8 : index
+// CHECK: vector.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
+// CHECK: vector.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
+// The second group's loads, only inside the row space.
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>, vector<8xf32>, f32) {
+// dPsum: the lane's 8 products, then a butterfly over the row's 16 lanes.
+// CHECK-NOT: gpu.shuffle  xor %{{.*}}, %c16_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
-// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
-// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
-// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
-// Lane 0 writes dPsum and lse_log2; every lane zeroes its part of row s of
-// dq_accum.
-// CHECK: scf.if
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// The row's first lane writes dPsum and lse_log2.
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[RL]], %c0 : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
 // CHECK: memref.store %{{.*}}, %arg12
 // CHECK: memref.store %{{.*}}, %arg13
-// CHECK: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
+// CHECK-NEXT: }
+// dq_accum only where row s sees no key (S_k = 0, or s + S_k < S_q under the
+// bottom-right mask), at dQ row s's place in the tiles layout.
+// CHECK-NEXT: %[[SK0:.*]] = arith.cmpi eq, %[[SK:.*]], %c0 : index
+// CHECK-NEXT: %[[SSK:.*]] = arith.addi %{{.*}}, %[[SK]] : index
+// CHECK-NEXT: %[[ABOVE:.*]] = arith.cmpi slt, %[[SSK]], %{{.*}} : index
+// CHECK-NEXT: %[[NOKEY:.*]] = arith.ori %[[SK0]], %[[ABOVE]] : i1
+// CHECK-NEXT: scf.if %[[NOKEY]] {
+// CHECK: arith.andi %{{.*}}, %c63 : index
+// CHECK: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x128xf32>, vector<8xf32>
 // The counter: digit + step + carry wraps with one subtraction.
 // CHECK: arith.cmpi uge
 // CHECK: arith.select
 // CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}} : index, index, index
-// The "tiles" layout pads dq_accum's rows to whole Q tiles: rows S_q + p
-// for p below (its rows - S_q); then dk_accum, dv_accum, the semaphores.
-// CHECK: %[[ROWS:.*]] = memref.dim %arg9, %c2
-// CHECK-NEXT: %[[PAD:.*]] = arith.subi %[[ROWS]], %[[SQ:.*]] : index
-// CHECK: %[[PADROW:.*]] = arith.addi %[[SQ]], %{{.*}} : index
-// CHECK: vector.store %{{.*}}, %arg9[%{{.*}}, %{{.*}}, %[[PADROW]], %{{.*}}] {alignment = 16 : i64}
+// No loop over the pad rows; then dk_accum, dv_accum, the semaphores.
+// CHECK-NOT: memref.dim %arg9
 // CHECK: vector.store %{{.*}}, %arg10
 // CHECK: vector.store %{{.*}}, %arg11
 // CHECK: memref.collapse_shape %arg14
 // CHECK: gpu.return
 
 // CHECK-LABEL: gpu.func @dash_bwd_postprocess
-// CHECK: scf.for {{.*}} iter_args(%[[B:.*]] = %{{.*}}, %[[H:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (index, index, index) {
+// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
+// CHECK-NEXT: %[[RL:.*]] = arith.remui %[[LANE]], %c16 : index
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (index, index, index) {
 // CHECK-NOT: arith.divui
 // dq_accum in the "tiles" layout (D = 128, 64-row Q tiles): row s of column
-// c = 4 lane is element ((c / 64) * 4096 + (c % 64 / 8) * 512 + (s % 64) * 8
+// c = 8 lane is element ((c / 64) * 4096 + (c % 64 / 8) * 512 + (s % 64) * 8
 // + c % 8) of the tile from row s - s % 64, by shifts and masks.
-// CHECK: %[[C:.*]] = arith.muli %{{.*}}, %c4 : index
-// CHECK: %[[R:.*]] = arith.andi %[[S]], %c63 : index
+// CHECK: %[[C:.*]] = arith.muli %[[RL]], %c8 : index
+// CHECK: %[[R:.*]] = arith.andi %[[S:.*]], %c63 : index
 // CHECK: %[[Q0:.*]] = arith.subi %[[S]], %[[R]] : index
 // CHECK: %[[PART:.*]] = arith.shrui %[[C]], %c6 : index
 // CHECK: %[[CP:.*]] = arith.andi %[[C]], %c63 : index
@@ -64,29 +94,56 @@
 // CHECK: %[[FR:.*]] = arith.shrui %[[F]], %c7 : index
 // CHECK: %[[ROW:.*]] = arith.addi %[[Q0]], %[[FR]] : index
 // CHECK: %[[COL:.*]] = arith.andi %[[F]], %c127 : index
-// CHECK: vector.load %arg9[%[[B]], %[[H]], %[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
-// CHECK-COUNT-3: scf.if %{{.*}} -> (vector<4xf32>) {
-// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<4xf32>
-// CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
-// CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 8 : i64}
+// CHECK: vector.load %arg9[%{{.*}}, %{{.*}}, %[[ROW]], %[[COL]]] {alignment = 32 : i64} : memref<?x?x?x128xf32>, vector<8xf32>
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>) {
+// CHECK-NOT: scf.if %{{.*}} -> (vector<8xf32>) {
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 16 : i64}
 // GQA only: the group's query heads in ascending order, dK scaled.
 // CHECK: arith.cmpi ne
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>) {
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>) {
 // CHECK: vector.load %arg10
 // CHECK: vector.load %arg11
 // CHECK: vector.store %{{.*}}, %arg7
 // CHECK: vector.store %{{.*}}, %arg8
 
+// Non-deterministic: unordered adds, so every lane zeroes its part of row s
+// of dq_accum, then the rows S_q + p that pad the tiles.
+// NONDET-NOT: dq_accum_init
+// NONDET-LABEL: gpu.func @dash_bwd_preprocess
+// NONDET: memref.store %{{.*}}, %arg13
+// NONDET-NEXT: }
+// NONDET-NEXT: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x128xf32>, vector<8xf32>
+// NONDET: %[[ROWS:.*]] = memref.dim %arg9, %c2
+// NONDET-NEXT: %[[PAD:.*]] = arith.subi %[[ROWS]], %[[SQ:.*]] : index
+// NONDET: %[[PADROW:.*]] = arith.addi %[[SQ]], %{{.*}} : index
+// NONDET: vector.store %{{.*}}, %arg9[%{{.*}}, %{{.*}}, %[[PADROW]], %{{.*}}] {alignment = 32 : i64}
+// NONDET: gpu.func @dash_bwd_postprocess
+
+// Top-left alignment: every query sees key 0, so only S_k = 0 leaves rows
+// without a key.
+// TOPLEFT-LABEL: gpu.func @dash_bwd_preprocess
+// TOPLEFT: memref.store %{{.*}}, %arg13
+// TOPLEFT-NEXT: }
+// TOPLEFT-NEXT: %[[SK0:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// TOPLEFT-NEXT: scf.if %[[SK0]] {
+
+// D = 64: 8 lanes per row, four rows per warp; two groups per iteration,
+// the second's loads only inside the row space, then the math and stores of
+// each.
 // D64: gpu.func @dash_bwd_preprocess
-// Four rows per iteration, their loads first (rows 2-4 only inside the row
-// space), then the math and stores of each.
-// D64: vector.load %arg4[{{.*}}] {alignment = 4 : i64} : memref<?x?x?x64xbf16, {{.*}}>, vector<2xbf16>
-// D64-COUNT-3: scf.if %{{.*}} -> (vector<2xf32>, vector<2xf32>, f32) {
+// D64: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
+// D64-NEXT: arith.remui %[[LANE]], %c8 : index
+// D64-NEXT: arith.divui %[[LANE]], %c8 : index
+// D64: vector.load %arg4[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x64xbf16, {{.*}}>, vector<8xbf16>
+// D64-COUNT-1: scf.if %{{.*}} -> (vector<8xf32>, vector<8xf32>, f32) {
 // D64: } else {
-// D64-NEXT: scf.yield %cst{{.*}}, %cst{{.*}}, %cst{{.*}} : vector<2xf32>, vector<2xf32>, f32
+// D64-NEXT: scf.yield %cst{{.*}}, %cst{{.*}}, %cst{{.*}} : vector<8xf32>, vector<8xf32>, f32
 // D64-NOT: vector.load
-// D64: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
-// D64: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
+// D64-NOT: gpu.shuffle  xor %{{.*}}, %c8_i32
+// D64: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
+// D64: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x64xf32>, vector<8xf32>
 // D64: gpu.func @dash_bwd_postprocess
 // 128-row Q tiles: the parts are the tile's row halves (part = s % 128 / 64,
 // its row s % 64), all 64 columns each.
@@ -95,8 +152,9 @@
 // D64: %[[RP:.*]] = arith.andi %[[R]], %c63 : index
 // D64: arith.shli %[[PART]], %c12 : index
 // D64: arith.shli %[[RP]], %c3 : index
-// D64: vector.load %arg9[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x64xf32>, vector<2xf32>
-// D64-COUNT-3: scf.if %{{.*}} -> (vector<2xf32>) {
+// D64: vector.load %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x64xf32>, vector<8xf32>
+// D64: scf.if %{{.*}} -> (vector<8xf32>) {
+// D64-NOT: scf.if %{{.*}} -> (vector<8xf32>) {
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,

@@ -16,7 +16,7 @@
 // The ABI: user tensors, workspace, scale (docs/Runtime.md).
 // CHECK: gpu.func @dash_bwd_preprocess(%{{.*}}: memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>> {dash.name = "q"}
 // CHECK-SAME: {dash.name = "dq_accum"}
-// CHECK-SAME: {dash.name = "semaphores"}, %{{.*}}: f32 {dash.name = "scale"}) kernel attributes {nvvm.maxntid = array<i32: 256, 1, 1>}
+// CHECK-SAME: {dash.name = "semaphores"}, %{{.*}}: f32 {dash.name = "scale"}) kernel attributes {nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 2 : i32}
 // CHECK: arith.cmpf oeq
 // The main kernel: one persistent CTA per unit, G = gridDim.x in the
 // cloned schedule regions.

@@ -149,9 +149,10 @@
 // values (maps 5 and 6, 3-D), 33280 bytes in all, no cp.async.
 // The reducers (warps 8 and 9), per hand-off of their buffer: FULL of
 // warpgroup 0's part (barrier 3 + 6 buf), the rank spin, one 1-D bulk
-// reduce-add of that part (16 KiB: 64 rows x 64 columns of f32, contiguous in
-// the staging tile and, "tiles" layout, in dq_accum from the tile's row qt *
-// 64); the warp reconverges, FULL of warpgroup 1's part (5 + 6 buf), its add
+// reduce-add of that part (for rank 0 a plain bulk copy, predicated: the
+// preprocess does not zero dq_accum in deterministic mode; 16 KiB: 64 rows x
+// 64 columns of f32, contiguous in the staging tile and, "tiles" layout, in
+// dq_accum from the tile's row qt * 64); the warp reconverges, FULL of warpgroup 1's part (5 + 6 buf), its add
 // at row qt * 64 + 32 (its 16 KiB) from 16 KiB into the staging tile, the
 // read wait; the warp reconverges before its EMPTY arrivals (a warp's arrival
 // counts all its lanes); lane 0 waits for the adds and releases the row. No
@@ -168,7 +169,7 @@
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%[[P0]], %c160_i32
 // CHECK-NOT: arith.divui
 // Lane 0 alone reads the two fields; the other lanes take zeros.
-// CHECK: scf.if %{{.*}} -> (i32, i32)
+// CHECK: %[[FIELDS:.*]]:2 = scf.if %{{.*}} -> (i32, i32)
 // CHECK: llvm.atomicrmw add %{{.*}}, %c0_i32 syncscope("block") monotonic : !llvm.ptr<3>, i32
 // CHECK-NOT: arith.divui
 // CHECK: llvm.atomicrmw add %{{.*}}, %c0_i32 syncscope("block") monotonic : !llvm.ptr<3>, i32
@@ -187,7 +188,7 @@
 // CHECK-NEXT: memref.extract_aligned_pointer_as_index %arg9
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: arith.muli %[[T64]], %c32768_i64 : i64
-// CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32 : !llvm.ptr<1>, !llvm.ptr<3>, i32)
+// CHECK: nvvm.inline_ptx "{\0A.reg .pred p;\0Asetp.eq.b32 p, $3, 0;\0A@p cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;\0A@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;\0A}" ro(%{{.*}}, %{{.*}}, %c16384_i32, %[[FIELDS]]#1 : !llvm.ptr<1>, !llvm.ptr<3>, i32, i32)
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.bar.warp.sync
@@ -197,7 +198,7 @@
 // CHECK: arith.muli %[[T64]], %c32768_i64 : i64
 // CHECK: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
 // CHECK-NEXT: arith.addi %{{.*}}, %c16384 : index
-// CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32 : !llvm.ptr<1>, !llvm.ptr<3>, i32)
+// CHECK: nvvm.inline_ptx "{\0A.reg .pred p;\0Asetp.eq.b32 p, $3, 0;\0A@p cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;\0A@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;\0A}" ro(%{{.*}}, %{{.*}}, %c16384_i32, %[[FIELDS]]#1 : !llvm.ptr<1>, !llvm.ptr<3>, i32, i32)
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
@@ -281,10 +282,10 @@
 // DQ1: arith.cmpi slt, %thread_id_x, %c288 : index
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c160_i32
 // Part 0 (rows 0-63 of the 128-row tile: the first 16 KiB), then part 1.
-// DQ1: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32
+// DQ1: "{{.*}}@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;\0A}" ro(%{{.*}}, %{{.*}}, %c16384_i32
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
 // DQ1: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
-// DQ1: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c16384_i32
+// DQ1: "{{.*}}@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;\0A}" ro(%{{.*}}, %{{.*}}, %c16384_i32
 // DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 199760 : i64
 // DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2, or 0 for the default (got 3)
 // DQ1CPASYNC: error: 'dash.scheduled_attention_bwd' op dq-buffers=1 needs mma=wgmma with loads=tma

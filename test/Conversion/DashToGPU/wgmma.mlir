@@ -137,8 +137,8 @@
 // CHECK-NEXT: llvm.atomicrmw add %{{.*}}, %c1_i32 syncscope("device") monotonic
 // Postprocess: dQ always; the dK/dV group sums only with GQA.
 // CHECK: gpu.func @dash_bwd_postprocess
-// CHECK: vector.load %arg9[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xf32>, vector<4xf32>
-// CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<4xbf16>
+// CHECK: vector.load %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x128xf32>, vector<8xf32>
+// CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
 // CHECK: %[[GQA:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : index
 // CHECK-NEXT: scf.if %[[GQA]] {
 // CHECK: vector.load %arg10
@@ -168,8 +168,9 @@
 // D64BM64: nvvm.wgmma.wait.group.sync.aligned 1
 // D64BM64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // D = 64 on 64-row Q tiles: each warpgroup's part is 64 rows x 32 columns
-// (8 KiB), one bulk reduce-add each, no tensor reduce-add.
-// D64BM64-COUNT-2: "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;" ro(%{{.*}}, %{{.*}}, %c8192_i32
+// (8 KiB), one bulk reduce-add each (deterministic: a copy for rank 0), no
+// tensor reduce-add.
+// D64BM64-COUNT-2: "{{.*}}@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;\0A}" ro(%{{.*}}, %{{.*}}, %c8192_i32
 // D64BM64-NOT: nvvm.cp.async.bulk.tensor.reduce
 // D64: block_m = 128 : i64, block_n = 128 : i64
 // D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
