@@ -347,7 +347,7 @@ def _user_message(msg, layout):
 def build_args(metas, *, causal, causal_align, scale, deterministic, schedule, layout):
     """dash_bwd_args from TensorMeta of q, k, v, o, do, lse, dq, dk, dv."""
     a = _Args()
-    for field, m in zip(("q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv"), metas):
+    for field, m in zip(_ARG_FIELDS, metas):
         setattr(a, field, _to_c(m, layout))
     a.causal = 1 if causal else 0
     a.align = _ALIGNS[causal_align] if causal else ALIGN_DEFAULT
@@ -360,6 +360,18 @@ def build_args(metas, *, causal, causal_align, scale, deterministic, schedule, l
     a.deterministic = 1 if deterministic else 0
     a.policy = parse_schedule(schedule)
     a.num_units = 0  # occupancy x SMs
+    return a
+
+
+_ARG_FIELDS = ("q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv")
+
+
+def args_with_pointers(template, tensors):
+    """A dash_bwd_args copied from `template` (bytes of one that launched)
+    with the data pointers of q, k, v, o, do, lse, dq, dk, dv replaced."""
+    a = _Args.from_buffer_copy(template)
+    for field, t in zip(_ARG_FIELDS, tensors):
+        getattr(a, field).data = t.data_ptr() or None
     return a
 
 

@@ -9,20 +9,46 @@ from . import _runtime as R
 _GRAD_NAMES = ("dq", "dk", "dv")
 
 
+# The call's struct per argument signature (shapes, strides, dtypes,
+# devices and options of the six inputs; the gradients' layouts follow
+# from them): a repeated call only writes its nine data pointers into a
+# copy. Building it afresh (nine TensorMeta and field-by-field ctypes) was
+# most of the 129 us of Python per call (bench/host_path.py, H200,
+# bench/NOTES.md section 17). Only calls that launched are cached, so an
+# argument error always takes the full path.
+_ARGS_BY_SIGNATURE = {}
+_ARGS_CACHE_LIMIT = 256
+
+
+def _signature(tensors, options):
+    try:
+        return tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors) + options
+    except (AttributeError, TypeError):
+        return None  # not tensors: the full path reports it
+
+
 def _launch(q, k, v, o, do, lse, *, causal, causal_align, scale, deterministic,
             schedule, layout, what):
     tensors = (q, k, v, o, do, lse)
-    names = ("q", "k", "v", "o", "do", "lse")
-    metas = [R.TensorMeta.of(t, n) for t, n in zip(tensors, names)]
-    R.check_inputs(metas, layout)
-    if any(t.numel() == 0 for t in tensors):
-        # Nothing to launch; the runtime refuses zero sizes.
-        return (torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v))
-    # empty_like keeps the inputs' strides (BSHD or BHSD in memory alike).
-    grads = (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
-    metas += [R.TensorMeta.of(t, n) for t, n in zip(grads, _GRAD_NAMES)]
-    args = R.build_args(metas, causal=causal, causal_align=causal_align, scale=scale,
-                        deterministic=deterministic, schedule=schedule, layout=layout)
+    key = _signature(tensors, (bool(causal), causal_align, scale, bool(deterministic),
+                               schedule, layout))
+    template = _ARGS_BY_SIGNATURE.get(key) if key is not None else None
+    if template is not None:
+        # empty_like keeps the inputs' strides (BSHD or BHSD in memory alike).
+        grads = (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
+        args = R.args_with_pointers(template, tensors + grads)
+        metas = None
+    else:
+        names = ("q", "k", "v", "o", "do", "lse")
+        metas = [R.TensorMeta.of(t, n) for t, n in zip(tensors, names)]
+        R.check_inputs(metas, layout)
+        if any(t.numel() == 0 for t in tensors):
+            # Nothing to launch; the runtime refuses zero sizes.
+            return (torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v))
+        grads = (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
+        metas += [R.TensorMeta.of(t, n) for t, n in zip(grads, _GRAD_NAMES)]
+        args = R.build_args(metas, causal=causal, causal_align=causal_align, scale=scale,
+                            deterministic=deterministic, schedule=schedule, layout=layout)
     device = q.device
     rt = R.get_runtime(device.index)
     # The runtime launches in the current CUDA context; the device guard makes
@@ -33,7 +59,14 @@ def _launch(q, k, v, o, do, lse, *, causal, causal_align, scale, deterministic,
         # before any driver call, so Python and C report the same errors.
         st, _ = rt.launch(args, stream)
     if st != R.SUCCESS:
+        if metas is None:
+            metas = [R.TensorMeta.of(t, n) for t, n in
+                     zip(tensors + grads, ("q", "k", "v", "o", "do", "lse") + _GRAD_NAMES)]
         R.raise_for(st, rt, metas, layout, what)
+    if template is None and key is not None:
+        if len(_ARGS_BY_SIGNATURE) >= _ARGS_CACHE_LIMIT:
+            _ARGS_BY_SIGNATURE.clear()
+        _ARGS_BY_SIGNATURE[key] = bytes(args)
     return grads
 
 
