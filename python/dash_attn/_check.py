@@ -39,8 +39,7 @@ def check_backward(q, k, v, o, do, lse, *, causal=False, scale=None, determinist
     """
     causal_align = R.normalize_align(causal_align)
     layout = R.normalize_layout(layout)
-    names = ("q", "k", "v", "o", "do", "lse")
-    metas = [R.TensorMeta.of(t, n) for t, n in zip((q, k, v, o, do, lse), names)]
+    metas = R.metas_of((q, k, v, o, do, lse))
     R.check_inputs(metas, layout)
     # Gradients like q, k, v at distinct (fake, aligned) addresses.
     for i, n in enumerate(("dq", "dk", "dv")):

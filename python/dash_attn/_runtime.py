@@ -364,6 +364,14 @@ def build_args(metas, *, causal, causal_align, scale, deterministic, schedule, l
 
 
 _ARG_FIELDS = ("q", "k", "v", "o", "dO", "lse", "dq", "dk", "dv")
+# The caller's names of the six inputs and three gradients, in that order.
+INPUT_NAMES = ("q", "k", "v", "o", "do", "lse")
+GRAD_NAMES = ("dq", "dk", "dv")
+
+
+def metas_of(tensors):
+    """TensorMeta of the inputs (and gradients, if given), named in order."""
+    return [TensorMeta.of(t, n) for t, n in zip(tensors, INPUT_NAMES + GRAD_NAMES)]
 
 
 def args_with_pointers(template, tensors):

@@ -6,7 +6,6 @@ import torch
 
 from . import _runtime as R
 
-_GRAD_NAMES = ("dq", "dk", "dv")
 
 
 # The call's struct per argument signature (shapes, strides, dtypes,
@@ -39,14 +38,13 @@ def _launch(q, k, v, o, do, lse, *, causal, causal_align, scale, deterministic,
         args = R.args_with_pointers(template, tensors + grads)
         metas = None
     else:
-        names = ("q", "k", "v", "o", "do", "lse")
-        metas = [R.TensorMeta.of(t, n) for t, n in zip(tensors, names)]
+        metas = R.metas_of(tensors)
         R.check_inputs(metas, layout)
         if any(t.numel() == 0 for t in tensors):
             # Nothing to launch; the runtime refuses zero sizes.
             return (torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v))
         grads = (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
-        metas += [R.TensorMeta.of(t, n) for t, n in zip(grads, _GRAD_NAMES)]
+        metas = R.metas_of(tensors + grads)
         args = R.build_args(metas, causal=causal, causal_align=causal_align, scale=scale,
                             deterministic=deterministic, schedule=schedule, layout=layout)
     device = q.device
@@ -60,8 +58,7 @@ def _launch(q, k, v, o, do, lse, *, causal, causal_align, scale, deterministic,
         st, _ = rt.launch(args, stream)
     if st != R.SUCCESS:
         if metas is None:
-            metas = [R.TensorMeta.of(t, n) for t, n in
-                     zip(tensors + grads, ("q", "k", "v", "o", "do", "lse") + _GRAD_NAMES)]
+            metas = R.metas_of(tensors + grads)
         R.raise_for(st, rt, metas, layout, what)
     if template is None and key is not None:
         if len(_ARGS_BY_SIGNATURE) >= _ARGS_CACHE_LIMIT:
@@ -183,8 +180,7 @@ def _early_check(q, k, v, causal, causal_align, scale, deterministic, schedule):
              _Fake((B, H, Sq), torch.float32, q.device, 96),
              _Fake(q.shape, q.dtype, q.device, 112), _Fake(k.shape, k.dtype, k.device, 128),
              _Fake(v.shape, v.dtype, v.device, 144)]
-    names = ("q", "k", "v", "o", "do", "lse", "dq", "dk", "dv")
-    metas = [R.TensorMeta.of(f, n) for f, n in zip(fakes, names)]
+    metas = R.metas_of(fakes)
     R.check_inputs(metas, "bhsd")
     args = R.build_args(metas, causal=causal, causal_align=causal_align, scale=scale,
                         deterministic=deterministic, schedule=schedule, layout="bhsd")
