@@ -123,6 +123,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "S^T's at -lse_log2 / (scale log2 e), so P = exp2(scale log2 e * "
            "acc); 0: neither; -1: the default, 1 on 128-row Q tiles (D = 64, "
            "where the statistics were read at use), else 0">,
+    Option<"traceTimeline", "trace-timeline", "int64_t", /*default=*/"0",
+           "diagnostic kernels (mma=wgmma with loads=tma): 1 makes the main "
+           "kernel write a per-CTA timeline (clock64 at each item's start, "
+           "walk end and epilogue end, the producer's K/V issue; globaltimer "
+           "at the CTA's start and end) into O's buffer, which it never "
+           "reads: the gradients stay right, O is overwritten "
+           "(bench/item_trace.py reads it)">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "

@@ -145,6 +145,12 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
                                  "loads=tma (K/V come from the producer)";
     bool kvEarly = earlyKv == 1;
+    if (failed(checkOption("trace-timeline", traceTimeline, 0, 1, "1")))
+      return failure();
+    if (traceTimeline == 1 && !tmaWgmma)
+      return op.emitOpError() << "trace-timeline=1 needs mma=wgmma with "
+                                 "loads=tma (the producer's and the MMA "
+                                 "warps' item boundaries)";
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
@@ -190,7 +196,8 @@ struct ConvertDashToGPUPass
     int64_t kvBytes = bn * D * eltBytes;
     int64_t pBytes = bm * bn * 4;
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
-                            kvEarly, kvSplit, turns, statsAcc};
+                            kvEarly, kvSplit, turns, statsAcc,
+                            traceTimeline == 1};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -234,6 +241,8 @@ struct ConvertDashToGPUPass
         config.append("stats_in_acc", b.getI64IntegerAttr(statsAcc));
       if (kvSplit)
         config.append("wg_turns", b.getBoolAttr(turns));
+      if (traceTimeline == 1)
+        config.append("trace_timeline", b.getBoolAttr(true));
     }
     // TMA WGMMA kernels keep dq_accum in their staging order, whole tiles
     // (DqAccumLayout; the runtime pads its rows to block_m).

@@ -482,7 +482,26 @@ struct WgmmaConfig {
   /// at dPsum and accumulates -V dO^T (the dS pass reads no dPsum); 2, also
   /// S^T's at -lse_log2 / (scale log2 e) (the exp2 pass reads no lse_log2).
   int64_t statsInAcc = 0;
+  /// Diagnostic kernels: the main kernel writes a per-CTA timeline into O's
+  /// buffer, which it never reads (TraceWord; bench/item_trace.py).
+  bool traceTimeline = false;
 };
+/// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
+/// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the
+/// CTA's first kTraceItems items kTraceItemWords words from kTraceItem0.
+/// Clocks are the SM's clock64 (comparable within a CTA), times globaltimer
+/// ns (comparable across CTAs).
+enum TraceWord : int64_t {
+  kTraceStartNs, kTraceStartClock, kTraceEndNs, kTraceEndClock,
+  kTraceItems, kTraceSteps,
+  kTraceItem0 = 8,
+  // per item: MMA warps past FULL_KV, walk done, epilogue done, the item's
+  // step count, the producer past EMPTY_KV
+  kTraceWalkStart = 0, kTraceWalkEnd, kTraceEpilogueEnd, kTraceLen,
+  kTraceKVIssue, kTraceItemWords,
+};
+constexpr int64_t kTraceWords = 1024,
+                  kTraceMaxItems = (kTraceWords - kTraceItem0) / kTraceItemWords;
 /// Shared memory of the main kernel.
 int64_t wgmmaSharedBytes(int64_t d, int64_t bm, const WgmmaConfig &config);
 void buildMainWgmma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,

@@ -71,6 +71,7 @@ WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
     : b(b), loc(loc), op(op), D(D), config(config), tma(config.tma),
       earlyKV(config.earlyKV), split(config.dqKvSplit), turns(config.wgTurns),
       dpsAcc(config.statsInAcc >= 1), lseAcc(config.statsInAcc >= 2),
+      traced(config.traceTimeline),
       dsBufs(config.dsBufs), guard(b),
       k(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads, spinLimit),
       bm(op.getTiling().getBlockM()), dqBufs(config.dqBufs),
@@ -105,6 +106,31 @@ WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
 }
 
 Value WgmmaMain::at(int64_t off) { return g.add(w.base, g.idx(off)); }
+
+void WgmmaMain::trace(int64_t word, Value v, Value item) {
+  if (!traced)
+    return;
+  auto store = [&](Value wordInCta) {
+    Value idx = g.add(g.mul(unit, g.idx(kTraceWords)), wordInCta);
+    if (v.getType().isIndex())
+      v = arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+    LLVM::StoreOp::create(b, loc, v, w.linearPtr(kO, w.i32of(idx), 8), 8);
+  };
+  if (!item)
+    return store(g.idx(word));
+  g.when(g.lt(item, g.idx(kTraceMaxItems)), [&] {
+    store(g.add(g.idx(kTraceItem0 + word),
+                g.mul(item, g.idx(kTraceItemWords))));
+  });
+}
+
+Value WgmmaMain::clock() {
+  return NVVM::Clock64Op::create(b, loc, b.getI64Type());
+}
+
+Value WgmmaMain::nanoseconds() {
+  return NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
+}
 
 Value WgmmaMain::forItems(function_ref<void(const Item &, Value first)> body) {
   Value numItems = k.numItems(op, map, unit);

@@ -45,6 +45,12 @@ struct WgmmaMain {
   Value kvRow0(Value kv);
   /// Shared address (index) of byte `off` of the window.
   Value at(int64_t off);
+  /// trace-timeline kernels: stores i64 `v` as word `word` (TraceWord) of
+  /// this CTA's timeline, or of item `item`'s record when given (items past
+  /// kTraceMaxItems are not recorded); the caller picks the thread.
+  void trace(int64_t word, Value v, Value item = Value());
+  Value clock();
+  Value nanoseconds();
 
   /// The roles: warpgroup 2 (reducer warps 8, 9 and, loads=tma, the
   /// producer in warp 10) in the role branch's else region; the MMA
@@ -73,6 +79,7 @@ struct WgmmaMain {
   // own, no load-to-use stall in the passes (at D = 64 they were read at
   // use, 32 of each per thread and step).
   const bool dpsAcc, lseAcc;
+  const bool traced;
   const int64_t dsBufs;
   OpBuilder::InsertionGuard guard;
   Kernel k;

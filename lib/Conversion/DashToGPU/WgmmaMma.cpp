@@ -19,6 +19,16 @@ void WgmmaMain::emitMma() {
       b, loc, b.getI32IntegerAttr(config.mmaRegs),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
+  auto traceThread = [&](function_ref<void()> body) {
+    if (traced)
+      g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                   g.idx(0)),
+             body);
+  };
+  traceThread([&] {
+    trace(kTraceStartNs, nanoseconds());
+    trace(kTraceStartClock, clock());
+  });
   // Per-thread values (fragment coordinates, swizzled addresses,
   // descriptors) are rebuilt inside every step from an opaque copy of the
   // thread id and of the window address: otherwise LLVM hoists the dozens of
@@ -110,6 +120,10 @@ void WgmmaMain::emitMma() {
     if (tma) { // the producer's K and V for this item
       w.mbarWait(w.mbar(kFullKV), g.rem(it.index, g.idx(2)), g.idx(kFullKV),
                  {unit, it.bb, it.h, first});
+      traceThread([&] {
+        trace(kTraceWalkStart, clock(), it.index);
+        trace(kTraceLen, it.len, it.index);
+      });
     } else {
       // Copies of an empty walk are still in flight; the previous item's
       // products are done with K, V and the Q/dO buffers.
@@ -567,6 +581,7 @@ void WgmmaMain::emitMma() {
           tid = tidMma;
           w.base = window;
         });
+    traceThread([&] { trace(kTraceWalkEnd, clock(), it.index); });
     // Done with K and V: the producer may load the next item's (early
     // release: the walk's last step did, unless it was empty).
     if (tma && earlyKV)
@@ -624,6 +639,7 @@ void WgmmaMain::emitMma() {
       b.setInsertionPointToStart(&ifDirect.getElseRegion().front());
       epilogue(false);
     }
+    traceThread([&] { trace(kTraceEpilogueEnd, clock(), it.index); });
   });
   // Matches the reducer's last EMPTY arrives (it also orders our exit after
   // the last hand-offs).
@@ -642,6 +658,11 @@ void WgmmaMain::emitMma() {
     g.when(g.lt(tidMma, g.idx(128)), finalWaits);
   else
     finalWaits();
+  traceThread([&] {
+    trace(kTraceEndNs, nanoseconds());
+    trace(kTraceEndClock, clock());
+    trace(kTraceSteps, unitSteps);
+  });
   (void)ctx;
 
 }

@@ -30,11 +30,15 @@ void WgmmaMain::emitProducer() {
       if (i != kTensorMapDqAcc)
         NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
                                           w.tensorMap(i), w.c32(128));
+    if (traced)
+      trace(kTraceItems, k.numItems(op, map, unit));
     forItems([&](const Item &it, Value first) {
       Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
       Value itemParity = g.rem(it.index, g.idx(2));
       w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
                  g.idx(kEmptyKV), {unit, it.bb, it.h, first});
+      if (traced)
+        trace(kTraceKVIssue, clock(), it.index);
       Value fullKV = w.mbar(kFullKV);
       w.mbarExpect(fullKV, 2 * L.kvBytes());
       w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Where a main kernel's time goes between and around its work items, from
+the timeline that trace-timeline kernels write into O's buffer
+(`scripts/aot --out build/kernels-trace --trace-timeline 64=1
+--trace-timeline 128=1`; convert-dash-to-gpu `TraceWord`).
+
+  DASH_KERNEL_DIR=build/kernels-trace PYTHONPATH=python \\
+      python3 bench/item_trace.py --cells 64:causal:2048,64:full:2048 [--det 1] [--out F.json]
+
+Per cell: one warm-up call, then one traced call. Per CTA (SM) the record
+holds clock64 when the MMA warps pass FULL_KV (walk start), finish the walk,
+finish the dK/dV epilogue, and when the producer passes EMPTY_KV; globaltimer
+at the CTA's start and end. Printed, summed over all CTAs as a share of
+(CTAs x kernel span): the walks' step time (a least-squares fit of walk
+cycles = a + t * steps over all items: t a step, a the per-walk fixed part),
+the epilogues, the gaps between an epilogue and the next walk (K/V and the
+first Q/dO in flight), the CTA's start before its first walk, and the tail
+(the CTA done while others still run).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# convert-dash-to-gpu's TraceWord (lib/Conversion/DashToGPU/KernelBuilder.h)
+WORDS, ITEM0, ITEM_WORDS = 1024, 8, 5
+START_NS, START_CLK, END_NS, END_CLK, ITEMS, STEPS = range(6)
+WALK_START, WALK_END, EPI_END, LEN, KV_ISSUE = range(5)
+MAX_ITEMS = (WORDS - ITEM0) // ITEM_WORDS
+
+
+def parse(words, ctas):
+    """Per CTA: dict(start_ns, end_ns, start_clk, end_clk, items=[...])."""
+    out = []
+    for u in range(ctas):
+        w = words[u * WORDS:(u + 1) * WORDS]
+        n = int(w[ITEMS])
+        items = []
+        for j in range(min(n, MAX_ITEMS)):
+            r = w[ITEM0 + j * ITEM_WORDS:ITEM0 + (j + 1) * ITEM_WORDS]
+            items.append(dict(start=int(r[WALK_START]), walk_end=int(r[WALK_END]),
+                              epi_end=int(r[EPI_END]), len=int(r[LEN]),
+                              kv_issue=int(r[KV_ISSUE])))
+        out.append(dict(start_ns=int(w[START_NS]), end_ns=int(w[END_NS]),
+                        start_clk=int(w[START_CLK]), end_clk=int(w[END_CLK]),
+                        steps=int(w[STEPS]), items=items, n=n))
+    return out
+
+
+def analyse(ctas):
+    """Shares of CTA time (cycles) by phase, and the per-step fit."""
+    xs, ys = [], []
+    for c in ctas:
+        for it in c["items"]:
+            if it["len"] > 0:
+                xs.append(it["len"])
+                ys.append(it["walk_end"] - it["start"])
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    t = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else my / mx
+    a = my - t * mx
+    t0 = min(c["start_ns"] for c in ctas)
+    t1 = max(c["end_ns"] for c in ctas)
+    span_ns = t1 - t0
+    ghz = statistics.median((c["end_clk"] - c["start_clk"]) / max(1, c["end_ns"] - c["start_ns"])
+                            for c in ctas)
+    span = span_ns * ghz
+    tot = dict(steps=0.0, walk_fixed=0.0, epilogue=0.0, gap=0.0, head=0.0,
+               end=0.0, tail=0.0, late_start=0.0)
+    gaps, epis, kv_lag = [], [], []
+    for c in ctas:
+        its = c["items"]
+        tot["late_start"] += (c["start_ns"] - t0) * ghz
+        tot["tail"] += (t1 - c["end_ns"]) * ghz
+        if not its:
+            tot["end"] += c["end_clk"] - c["start_clk"]
+            continue
+        tot["head"] += its[0]["start"] - c["start_clk"]
+        for j, it in enumerate(its):
+            walk = it["walk_end"] - it["start"]
+            tot["steps"] += t * it["len"]
+            tot["walk_fixed"] += walk - t * it["len"]
+            e = it["epi_end"] - it["walk_end"]
+            tot["epilogue"] += e
+            epis.append(e)
+            if j + 1 < len(its):
+                gap = its[j + 1]["start"] - it["epi_end"]
+                tot["gap"] += gap
+                gaps.append(gap)
+                kv_lag.append(its[j + 1]["kv_issue"] - it["walk_end"])
+        tot["end"] += c["end_clk"] - its[-1]["epi_end"]
+    total = span * len(ctas)
+    shares = {k: v / total for k, v in tot.items()}
+    items = sum(len(c["items"]) for c in ctas)
+    return dict(ctas=len(ctas), items=items, span_us=span_ns / 1e3, ghz=ghz,
+                step_cycles=t, walk_fixed_cycles=a,
+                epilogue_cycles_median=statistics.median(epis) if epis else 0,
+                gap_cycles_median=statistics.median(gaps) if gaps else 0,
+                gap_cycles_p90=sorted(gaps)[int(0.9 * len(gaps))] if gaps else 0,
+                kv_issue_lag_median=statistics.median(kv_lag) if kv_lag else 0,
+                per_item_overhead_steps=(a + (statistics.fmean(epis) if epis else 0)
+                                         + (statistics.fmean(gaps) if gaps else 0)) / t,
+                end_skew_us=(t1 - min(c["end_ns"] for c in ctas)) / 1e3,
+                shares=shares)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", default="64:causal:2048")
+    ap.add_argument("--det", type=int, default=1)
+    ap.add_argument("--schedule", default="auto")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    import torch
+    import dash_attn
+    from profile_cell import cell_inputs
+    rows = []
+    for spec in args.cells.split(","):
+        d, mask, s = spec.split(":")
+        d, s = int(d), int(s)
+        cell = cell_inputs(d, mask, s)
+        o_ref = cell["o"].clone()
+        o = cell["o"].contiguous()
+        cell["o"] = o
+        for _ in range(2):  # warm-up, then the traced call
+            o.copy_(o_ref)
+            dash_attn.attention_backward(**cell, deterministic=bool(args.det),
+                                         schedule=args.schedule)
+            torch.cuda.synchronize()
+        words = o.view(-1).view(torch.int64)[:132 * 8 * WORDS].cpu().tolist()
+        # CTAs that wrote a timeline: a start within a second of CTA 0's and
+        # an end after it (the words past the grid are O's bf16 values).
+        ctas, t0 = 0, words[START_NS]
+        while (ctas + 1) * WORDS <= len(words):
+            w = words[ctas * WORDS:(ctas + 1) * WORDS]
+            if not (t0 > 0 and abs(w[START_NS] - t0) < 10 ** 9
+                    and 0 < w[END_NS] - w[START_NS] < 10 ** 9):
+                break
+            ctas += 1
+        if ctas == 0:
+            sys.exit("item_trace: no timeline in O: are these trace-timeline kernels "
+                     "(DASH_KERNEL_DIR)?")
+        r = analyse(parse(words, ctas))
+        r.update(d=d, mask=mask, s=s, det=args.det, schedule=args.schedule)
+        rows.append(r)
+        sh = r["shares"]
+        print("d=%d %s s=%d det=%d: %d CTAs, %d items, span %.0f us at %.2f GHz; step %.0f cyc, "
+              "per walk +%.0f, epilogue %.0f, gap %.0f (p90 %.0f), KV issue lag %.0f; "
+              "overhead/item %.2f steps; CTA end skew %.1f us"
+              % (d, mask, s, args.det, r["ctas"], r["items"], r["span_us"], r["ghz"],
+                 r["step_cycles"], r["walk_fixed_cycles"], r["epilogue_cycles_median"],
+                 r["gap_cycles_median"], r["gap_cycles_p90"], r["kv_issue_lag_median"],
+                 r["per_item_overhead_steps"], r["end_skew_us"]))
+        print("   shares: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in sh.items()))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+// trace-timeline=1 (diagnostic kernels for bench/item_trace.py): the main
+// kernel's MMA thread 0 stores globaltimer and clock64 at the CTA's start and
+// end and clock64 at each item's walk start, walk end and epilogue end, the
+// producer clock64 once it may load an item's K/V, all as i64 words of O's
+// buffer (the main kernel never reads O). Off by default; bad values and
+// cp.async kernels are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=trace-timeline=1" --canonicalize --cse | FileCheck %s
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=trace-timeline=2" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async trace-timeline=1" 2>&1 | FileCheck %s --check-prefix=CPASYNC
+
+// CHECK: dash.config = {{{.*}}trace_timeline = true
+// CHECK-LABEL: gpu.func @dash_bwd_main(
+// CHECK-SAME: %[[O:arg3]]: memref<?x?x?x128xbf16, {{.*}}> {dash.name = "o"}
+// The MMA side: the CTA's start (globaltimer, clock64), each item's walk
+// start, walk end and epilogue end, the CTA's end.
+// CHECK: nvvm.setmaxregister  increase
+// CHECK: nvvm.read.ptx.sreg.globaltimer : i64
+// CHECK: memref.extract_aligned_pointer_as_index %[[O]]
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : i64, !llvm.ptr
+// CHECK: nvvm.read.ptx.sreg.clock64 : i64
+// CHECK: scf.for
+// CHECK: nvvm.read.ptx.sreg.clock64 : i64
+// CHECK: memref.extract_aligned_pointer_as_index %[[O]]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.read.ptx.sreg.clock64 : i64
+// CHECK: nvvm.read.ptx.sreg.clock64 : i64
+// CHECK: nvvm.read.ptx.sreg.globaltimer : i64
+// CHECK: nvvm.read.ptx.sreg.clock64 : i64
+// The producer: the unit's item count, then per item its clock once EMPTY_KV
+// has passed.
+// CHECK: nvvm.setmaxregister  decrease
+// CHECK: memref.extract_aligned_pointer_as_index %[[O]]
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.read.ptx.sreg.clock64 : i64
+// CHECK: gpu.return
+
+// OFF-NOT: trace_timeline
+// OFF-NOT: nvvm.read.ptx.sreg.globaltimer
+// OFF-NOT: nvvm.read.ptx.sreg.clock64
+
+// BAD: error: 'dash.scheduled_attention_bwd' op trace-timeline must be 1, or 0 for the default (got 2)
+// CPASYNC: error: 'dash.scheduled_attention_bwd' op trace-timeline=1 needs mma=wgmma with loads=tma (the producer's and the MMA warps' item boundaries)
+
+!act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
+               %dq: !act, %dk: !act, %dv: !act) {
+  dash.attention_bwd %q, %k, %v, %o, %do, %lse outs(%dq, %dk, %dv : !act, !act, !act)
+      mask = causal align = bottom_right scale = 1.0 deterministic = true
+      : !act, !act, !act, !act, !act, !lse
+  return
+}
