@@ -590,7 +590,14 @@ void WgmmaMain::emitMma() {
              freeKV);
     else if (tma)
       freeKV();
-    threadValues(tid); // the epilogue's fragment coordinates
+    // The epilogue's fragment coordinates. Deterministic kernels rebuild
+    // them from an opaque thread id: else LLVM hoists the quad transpose's
+    // lane values out of the item loop and, at 232 registers, ptxas spills
+    // in the walk (D = 128: 19 -> 2 MMA-side local ops, det +2..6%). The
+    // non-deterministic kernels measured 4-7% faster at D = 128 causal
+    // without it (ptxas schedules the walk differently; bench/NOTES.md
+    // section 18).
+    threadValues(det ? w.opaque(tidMma) : tidMma);
 
     // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA
     // (H == H_kv) the item owns those rows of dk/dv outright: scaled,
@@ -600,34 +607,90 @@ void WgmmaMain::emitMma() {
     Value direct =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, H, Hkv);
     auto ifDirect = scf::IfOp::create(b, loc, direct, /*withElse=*/true);
-    auto epilogue = [&](bool toOutputs) {
+    // Direct: each quad of lanes (one row, 16 B of every 8-column block
+    // each) transposes its bf16 pairs by two butterfly shuffles, so that
+    // lane c holds all 8 columns of block 4g + c and writes them as one
+    // 16-byte store: a warp store covers 8 rows x 64 contiguous bytes
+    // (whole sectors), 4x fewer stores than one 4-byte pair each (the trace
+    // measured the pair-wise epilogue at 5.7k cycles per item at D = 64,
+    // 11.6k at D = 128: 1.3-3 steps). The runtime requires 16-byte aligned
+    // rows. Shuffles before the row guard: every lane takes part.
+    auto directEpilogue = [&] {
+      Value quad = g.rem(lane, g.idx(4));
+      Value hi1 = g.lt(g.idx(1), quad); // quad bit 1 (2 or 3)
+      Value hi0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                        g.rem(quad, g.idx(2)), g.idx(0));
+      auto sel = [&](Value c, Value x, Value y) {
+        return arith::SelectOp::create(b, loc, c, x, y).getResult();
+      };
+      auto xorLane = [&](Value v, int64_t m) {
+        return NVVM::ShflOp::create(
+                   b, loc, w.i32, w.c32(-1), v, w.c32(m), w.c32(0x1f),
+                   NVVM::ShflKindAttr::get(ctx, NVVM::ShflKind::bfly),
+                   UnitAttr())
+            .getResult();
+      };
+      // a[i] of lane c -> lane i's a[c] (two stages: 2x2 blocks, then
+      // within them).
+      auto transpose = [&](SmallVectorImpl<Value> &a) {
+        for (auto [m, hi, pairs] :
+             {std::tuple{int64_t(2), hi1, std::array<int, 4>{0, 2, 1, 3}},
+              std::tuple{int64_t(1), hi0, std::array<int, 4>{0, 1, 2, 3}}})
+          for (int u = 0; u < 4; u += 2) {
+            int lo = pairs[u], up = pairs[u + 1];
+            Value got = xorLane(sel(hi, a[lo], a[up]), m);
+            a[lo] = sel(hi, got, a[lo]);
+            a[up] = sel(hi, a[up], got);
+          }
+      };
+      auto global = LLVM::LLVMPointerType::get(ctx, 1);
+      for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
+                              std::pair{walk.getResult(1), true}}) {
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row = g.add(kv0, g.add(wgRows, rowOf(2 * half)));
+          Value inRows = arith::ExtUIOp::create(b, loc, w.i32, g.lt(row, Sk));
+          Value rowPtr = LLVM::AddrSpaceCastOp::create(
+              b, loc, global,
+              k.elementPtr(k.arg(isK ? kDk : kDv),
+                           {it.bb, row, it.h, g.mul(quad, g.idx(8))}));
+          for (int64_t grp = 0; grp < D / 32; ++grp) {
+            SmallVector<Value> a;
+            for (int64_t i = 0; i < 4; ++i) {
+              int64_t r = 4 * (4 * grp + i) + 2 * half;
+              Value x = w.elem(acc, r), y = w.elem(acc, r + 1);
+              if (isK) { // dK = scale * dS^T Q
+                x = g.mul(x, k.arg(kScale));
+                y = g.mul(y, k.arg(kScale));
+              }
+              a.push_back(w.packBf16(x, y));
+            }
+            transpose(a);
+            // Predicated, not branched: rows past S_k store nothing.
+            Value ptr = LLVM::GEPOp::create(
+                b, loc, global, b.getI8Type(), rowPtr,
+                ArrayRef<LLVM::GEPArg>{int32_t(grp * 64)});
+            w.ptx("{\n.reg .pred p;\nsetp.ne.b32 p, $5, 0;\n"
+                  "@p st.global.v4.b32 [$0], {$1, $2, $3, $4};\n}",
+                  {ptr, a[0], a[1], a[2], a[3], inRows});
+          }
+        }
+      }
+    };
+    // GQA: the f32 partials of this query head, in 8-byte pairs.
+    auto accumEpilogue = [&] {
       for (int64_t r = 0; r < D / 2; r += 2) {
         Value row = g.add(kv0, g.add(wgRows, rowOf(r)));
         Value col = colOf(r);
         g.when(g.lt(row, Sk), [&] {
           for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
                                   std::pair{walk.getResult(1), true}}) {
-            Value x = w.elem(acc, r), y = w.elem(acc, r + 1);
-            if (!toOutputs) {
-              Value pair = vector::FromElementsOp::create(
-                  b, loc, VectorType::get({2}, w.f32), ValueRange{x, y});
-              vector::StoreOp::create(b, loc, pair,
-                                      k.arg(isK ? kDkAcc : kDvAcc),
-                                      ValueRange{it.bb, it.h, row, col},
-                                      false, llvm::Align(8));
-              continue;
-            }
-            if (isK) { // dK = scale * dS^T Q
-              x = g.mul(x, k.arg(kScale));
-              y = g.mul(y, k.arg(kScale));
-            }
             Value pair = vector::FromElementsOp::create(
-                b, loc, VectorType::get({2}, w.bf16),
-                ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
-                           arith::TruncFOp::create(b, loc, w.bf16, y)});
-            vector::StoreOp::create(b, loc, pair, k.arg(isK ? kDk : kDv),
-                                    ValueRange{it.bb, row, it.h, col}, false,
-                                    llvm::Align(4));
+                b, loc, VectorType::get({2}, w.f32),
+                ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
+            vector::StoreOp::create(b, loc, pair,
+                                    k.arg(isK ? kDkAcc : kDvAcc),
+                                    ValueRange{it.bb, it.h, row, col}, false,
+                                    llvm::Align(8));
           }
         });
       }
@@ -635,9 +698,9 @@ void WgmmaMain::emitMma() {
     {
       OpBuilder::InsertionGuard eg(b);
       b.setInsertionPointToStart(&ifDirect.getThenRegion().front());
-      epilogue(true);
+      directEpilogue();
       b.setInsertionPointToStart(&ifDirect.getElseRegion().front());
-      epilogue(false);
+      accumEpilogue();
     }
     traceThread([&] { trace(kTraceEpilogueEnd, clock(), it.index); });
   });

@@ -85,13 +85,21 @@
 // CHECK: nvvm.inline_ptx "barrier.arrive $0, $1;" ro(%{{.*}}, %c160_i32
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // The item's epilogue: without GQA (H == H_kv) dV and scale * dK go to dv/dk
-// as bf16 pairs (no f32 workspace); with GQA to the per-query-head f32
-// accumulators the postprocess sums.
+// as bf16 (no f32 workspace): each quad of lanes transposes its pairs with
+// two butterfly shuffles (xor 2, then xor 1) so that a lane holds 8
+// contiguous columns, stored as 16 bytes, predicated on the row (no branch
+// around the shuffles); with GQA to the per-query-head f32 accumulators the
+// postprocess sums.
 // CHECK: %[[DIRECT:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
 // CHECK-NEXT: scf.if %[[DIRECT]] {
-// CHECK: vector.store %{{.*}}, %arg8[{{.*}}] {alignment = 4 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
+// CHECK: memref.extract_aligned_pointer_as_index %arg8
+// CHECK: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c2_i32, %c31_i32 : i32 -> i32
+// CHECK: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c1_i32, %c31_i32 : i32 -> i32
+// CHECK: @p st.global.v4.b32 [$0], {$1, $2, $3, $4};
+// CHECK: memref.extract_aligned_pointer_as_index %arg7
 // CHECK: arith.mulf %{{.*}}, %arg15 : f32
-// CHECK: vector.store %{{.*}}, %arg7[{{.*}}] {alignment = 4 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<2xbf16>
+// CHECK: @p st.global.v4.b32 [$0], {$1, $2, $3, $4};
+// CHECK-NOT: vector.store %{{.*}}, %arg7
 // CHECK: } else {
 // CHECK: vector.store %{{.*}}, %arg11[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xf32>, vector<2xf32>
 // CHECK: vector.store %{{.*}}, %arg10[{{.*}}] {alignment = 8 : i64} : memref<?x?x?x128xf32>, vector<2xf32>
