@@ -27,10 +27,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # convert-dash-to-gpu's TraceWord (lib/Conversion/DashToGPU/KernelBuilder.h)
-WORDS, ITEM0, ITEM_WORDS = 1024, 8, 5
+WORDS, ITEM0, ITEM_WORDS = 1024, 8, 8
 START_NS, START_CLK, END_NS, END_CLK, ITEMS, STEPS = range(6)
-WALK_START, WALK_END, EPI_END, LEN, KV_ISSUE = range(5)
+WALK_START, WALK_END, EPI_END, LEN, KV_ISSUE, STEP0_READY, STEP0_END, STEP1_END = range(8)
 MAX_ITEMS = (WORDS - ITEM0) // ITEM_WORDS
+
+
+def timeline_ctas(words):
+    """How many CTAs (from 0) wrote a timeline: a start within a second of
+    CTA 0's and an end after it (the words past the grid are O's values)."""
+    ctas, t0 = 0, words[START_NS] if words else 0
+    while (ctas + 1) * WORDS <= len(words):
+        w = words[ctas * WORDS:(ctas + 1) * WORDS]
+        if not (t0 > 0 and abs(w[START_NS] - t0) < 10 ** 9
+                and 0 < w[END_NS] - w[START_NS] < 10 ** 9):
+            break
+        ctas += 1
+    return ctas
 
 
 def parse(words, ctas):
@@ -44,7 +57,8 @@ def parse(words, ctas):
             r = w[ITEM0 + j * ITEM_WORDS:ITEM0 + (j + 1) * ITEM_WORDS]
             items.append(dict(start=int(r[WALK_START]), walk_end=int(r[WALK_END]),
                               epi_end=int(r[EPI_END]), len=int(r[LEN]),
-                              kv_issue=int(r[KV_ISSUE])))
+                              kv_issue=int(r[KV_ISSUE]), step0_ready=int(r[STEP0_READY]),
+                              step0_end=int(r[STEP0_END]), step1_end=int(r[STEP1_END])))
         out.append(dict(start_ns=int(w[START_NS]), end_ns=int(w[END_NS]),
                         start_clk=int(w[START_CLK]), end_clk=int(w[END_CLK]),
                         steps=int(w[STEPS]), items=items, n=n))
@@ -93,6 +107,16 @@ def analyse(ctas):
                 gaps.append(gap)
                 kv_lag.append(its[j + 1]["kv_issue"] - it["walk_end"])
         tot["end"] += c["end_clk"] - its[-1]["epi_end"]
+    # The walk's first two steps against its later ones (walks of >= 4 steps).
+    first = dict(q_wait=[], step0=[], step1=[], later=[])
+    for c in ctas:
+        for it in c["items"]:
+            if it["len"] >= 4:
+                first["q_wait"].append(it["step0_ready"] - it["start"])
+                first["step0"].append(it["step0_end"] - it["start"])
+                first["step1"].append(it["step1_end"] - it["step0_end"])
+                first["later"].append((it["walk_end"] - it["step1_end"]) / (it["len"] - 2))
+    first = {k: statistics.median(v) if v else 0 for k, v in first.items()}
     total = span * len(ctas)
     shares = {k: v / total for k, v in tot.items()}
     items = sum(len(c["items"]) for c in ctas)
@@ -105,6 +129,7 @@ def analyse(ctas):
                 per_item_overhead_steps=(a + (statistics.fmean(epis) if epis else 0)
                                          + (statistics.fmean(gaps) if gaps else 0)) / t,
                 end_skew_us=(t1 - min(c["end_ns"] for c in ctas)) / 1e3,
+                first_steps=first,
                 shares=shares)
 
 
@@ -132,15 +157,7 @@ def main():
                                          schedule=args.schedule)
             torch.cuda.synchronize()
         words = o.view(-1).view(torch.int64)[:132 * 8 * WORDS].cpu().tolist()
-        # CTAs that wrote a timeline: a start within a second of CTA 0's and
-        # an end after it (the words past the grid are O's bf16 values).
-        ctas, t0 = 0, words[START_NS]
-        while (ctas + 1) * WORDS <= len(words):
-            w = words[ctas * WORDS:(ctas + 1) * WORDS]
-            if not (t0 > 0 and abs(w[START_NS] - t0) < 10 ** 9
-                    and 0 < w[END_NS] - w[START_NS] < 10 ** 9):
-                break
-            ctas += 1
+        ctas = timeline_ctas(words)
         if ctas == 0:
             sys.exit("item_trace: no timeline in O: are these trace-timeline kernels "
                      "(DASH_KERNEL_DIR)?")
@@ -156,6 +173,10 @@ def main():
                  r["gap_cycles_median"], r["gap_cycles_p90"], r["kv_issue_lag_median"],
                  r["per_item_overhead_steps"], r["end_skew_us"]))
         print("   shares: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in sh.items()))
+        fs = r["first_steps"]
+        print("   walks of >= 4 steps (median cycles): step 0's FULL_Q wait %.0f, step 0 %.0f, "
+              "step 1 %.0f, later steps %.0f each" % (fs["q_wait"], fs["step0"], fs["step1"],
+                                                      fs["later"]))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=1)

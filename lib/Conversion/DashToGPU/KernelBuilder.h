@@ -496,9 +496,11 @@ enum TraceWord : int64_t {
   kTraceItems, kTraceSteps,
   kTraceItem0 = 8,
   // per item: MMA warps past FULL_KV, walk done, epilogue done, the item's
-  // step count, the producer past EMPTY_KV
+  // step count, the producer past EMPTY_KV, step 0 past FULL_Q, steps 0 and
+  // 1 done
   kTraceWalkStart = 0, kTraceWalkEnd, kTraceEpilogueEnd, kTraceLen,
-  kTraceKVIssue, kTraceItemWords,
+  kTraceKVIssue, kTraceStep0Ready, kTraceStep0End, kTraceStep1End,
+  kTraceItemWords,
 };
 constexpr int64_t kTraceWords = 1024,
                   kTraceMaxItems = (kTraceWords - kTraceItem0) / kTraceItemWords;
