@@ -27,9 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # convert-dash-to-gpu's TraceWord (lib/Conversion/DashToGPU/KernelBuilder.h)
-WORDS, ITEM0, ITEM_WORDS = 1024, 8, 8
+WORDS, ITEM0, ITEM_WORDS = 1024, 8, 9
 START_NS, START_CLK, END_NS, END_CLK, ITEMS, STEPS = range(6)
-WALK_START, WALK_END, EPI_END, LEN, KV_ISSUE, STEP0_READY, STEP0_END, STEP1_END = range(8)
+(WALK_START, WALK_END, EPI_END, LEN, KV_ISSUE, STEP0_READY, STEP0_END, STEP1_END,
+ STEP0_ISSUE) = range(9)
 MAX_ITEMS = (WORDS - ITEM0) // ITEM_WORDS
 
 
@@ -58,7 +59,8 @@ def parse(words, ctas):
             items.append(dict(start=int(r[WALK_START]), walk_end=int(r[WALK_END]),
                               epi_end=int(r[EPI_END]), len=int(r[LEN]),
                               kv_issue=int(r[KV_ISSUE]), step0_ready=int(r[STEP0_READY]),
-                              step0_end=int(r[STEP0_END]), step1_end=int(r[STEP1_END])))
+                              step0_end=int(r[STEP0_END]), step1_end=int(r[STEP1_END]),
+                              step0_issue=int(r[STEP0_ISSUE])))
         out.append(dict(start_ns=int(w[START_NS]), end_ns=int(w[END_NS]),
                         start_clk=int(w[START_CLK]), end_clk=int(w[END_CLK]),
                         steps=int(w[STEPS]), items=items, n=n))
@@ -108,11 +110,15 @@ def analyse(ctas):
                 kv_lag.append(its[j + 1]["kv_issue"] - it["walk_end"])
         tot["end"] += c["end_clk"] - its[-1]["epi_end"]
     # The walk's first two steps against its later ones (walks of >= 4 steps).
-    first = dict(q_wait=[], step0=[], step1=[], later=[])
+    first = dict(q_wait=[], producer=[], copies=[], step0=[], step1=[], later=[])
     for c in ctas:
         for it in c["items"]:
             if it["len"] >= 4:
                 first["q_wait"].append(it["step0_ready"] - it["start"])
+                # the producer: EMPTY_KV passed -> step 0's copies issued; the
+                # copies: issued -> the MMA warps past FULL_Q
+                first["producer"].append(it["step0_issue"] - it["kv_issue"])
+                first["copies"].append(it["step0_ready"] - it["step0_issue"])
                 first["step0"].append(it["step0_end"] - it["start"])
                 first["step1"].append(it["step1_end"] - it["step0_end"])
                 first["later"].append((it["walk_end"] - it["step1_end"]) / (it["len"] - 2))
@@ -174,9 +180,11 @@ def main():
                  r["per_item_overhead_steps"], r["end_skew_us"]))
         print("   shares: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in sh.items()))
         fs = r["first_steps"]
-        print("   walks of >= 4 steps (median cycles): step 0's FULL_Q wait %.0f, step 0 %.0f, "
-              "step 1 %.0f, later steps %.0f each" % (fs["q_wait"], fs["step0"], fs["step1"],
-                                                      fs["later"]))
+        print("   walks of >= 4 steps (median cycles): step 0's FULL_Q wait %.0f (producer "
+              "EMPTY_KV -> step 0 issued %.0f, issued -> FULL_Q passed %.0f), step 0 %.0f, "
+              "step 1 %.0f, later steps %.0f each"
+              % (fs["q_wait"], fs["producer"], fs["copies"], fs["step0"], fs["step1"],
+                 fs["later"]))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=1)

@@ -16,6 +16,7 @@ def timeline(lens, step=1000, fixed=500, epi=300, gap=200, start_ns=10 ** 12, he
         w[base + it.WALK_START] = clk
         w[base + it.KV_ISSUE] = clk - 100
         w[base + it.STEP0_READY] = clk + 40  # the walk's fixed part in step 0
+        w[base + it.STEP0_ISSUE] = clk - 70  # 30 after KV_ISSUE, 110 before FULL_Q
         w[base + it.STEP0_END] = clk + fixed + step
         w[base + it.STEP1_END] = clk + fixed + 2 * step
         clk += fixed + step * n
@@ -47,6 +48,7 @@ def test_fit_recovers_step_and_per_walk_cost():
     assert sh["tail"] > 0  # the first CTA ends earlier than the second
     fs = r["first_steps"]  # walks of >= 4 steps: 8, 5, 12, 7, 9, 4, 6
     assert fs["q_wait"] == 40 and fs["step0"] == 1500
+    assert fs["producer"] == 30 and fs["copies"] == 110
     assert fs["step1"] == 1000 and fs["later"] == 1000
 
 

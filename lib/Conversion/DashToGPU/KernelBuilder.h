@@ -497,10 +497,10 @@ enum TraceWord : int64_t {
   kTraceItem0 = 8,
   // per item: MMA warps past FULL_KV, walk done, epilogue done, the item's
   // step count, the producer past EMPTY_KV, step 0 past FULL_Q, steps 0 and
-  // 1 done
+  // 1 done, the producer's step-0 copies issued
   kTraceWalkStart = 0, kTraceWalkEnd, kTraceEpilogueEnd, kTraceLen,
   kTraceKVIssue, kTraceStep0Ready, kTraceStep0End, kTraceStep1End,
-  kTraceItemWords,
+  kTraceStep0Issue, kTraceItemWords,
 };
 constexpr int64_t kTraceWords = 1024,
                   kTraceMaxItems = (kTraceWords - kTraceItem0) / kTraceItemWords;

@@ -1,9 +1,10 @@
-// trace-timeline=1 (diagnostic kernels for bench/item_trace.py): the main
-// kernel's MMA thread 0 stores globaltimer and clock64 at the CTA's start and
-// end and clock64 at each item's walk start, walk end and epilogue end, the
-// producer clock64 once it may load an item's K/V, all as i64 words of O's
-// buffer (the main kernel never reads O). Off by default; bad values and
-// cp.async kernels are refused.
+// trace-timeline=1 (diagnostic kernels for bench/item_trace.py): MMA thread 0
+// stores globaltimer and clock64 at the CTA's start and end, and clock64 at
+// each item's walk start, step 0's FULL_Q pass, the ends of steps 0 and 1, the
+// walk's end and the epilogue's end; the producer stores clock64 once it may
+// load an item's K/V and once it has issued the item's first step's copies.
+// All go as i64 words into O's buffer (the main kernel never reads O). Off by
+// default; bad values and cp.async kernels are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=trace-timeline=1" --canonicalize --cse | FileCheck %s
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=trace-timeline=2" 2>&1 | FileCheck %s --check-prefix=BAD
@@ -28,10 +29,17 @@
 // CHECK: nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK: nvvm.read.ptx.sreg.clock64 : i64
 // The producer: the unit's item count, then per item its clock once EMPTY_KV
-// has passed.
+// has passed ...
 // CHECK: nvvm.setmaxregister  decrease
 // CHECK: memref.extract_aligned_pointer_as_index %[[O]]
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: nvvm.read.ptx.sreg.clock64 : i64
+// ... and once the walk's first step's copies (Q, dO, lse_log2, dPsum) are
+// out.
+// CHECK: scf.for
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: arith.cmpi eq, %{{.*}}, %c0 : index
+// CHECK-NEXT: scf.if
 // CHECK-NEXT: nvvm.read.ptx.sreg.clock64 : i64
 // CHECK: gpu.return
 
