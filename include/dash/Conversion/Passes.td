@@ -125,10 +125,11 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "where the statistics were read at use), else 0">,
     Option<"traceTimeline", "trace-timeline", "int64_t", /*default=*/"0",
            "diagnostic kernels (mma=wgmma with loads=tma): 1 makes the main "
-           "kernel write a per-CTA timeline (clock64 at each item's start, "
-           "walk end and epilogue end, the producer's K/V issue; globaltimer "
-           "at the CTA's start and end) into O's buffer, which it never "
-           "reads: the gradients stay right, O is overwritten "
+           "kernel write a per-CTA timeline (clock64 at each item's walk "
+           "start, step 0's FULL_Q pass, the ends of steps 0 and 1, the walk's "
+           "and the epilogue's end, and the producer's K/V and step-0 issues; "
+           "globaltimer at the CTA's start and end) into O's buffer, which it "
+           "never reads: the gradients stay right, O is overwritten "
            "(bench/item_trace.py reads it)">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "

@@ -124,6 +124,14 @@ void WgmmaMain::trace(int64_t word, Value v, Value item) {
   });
 }
 
+void WgmmaMain::traceAtStep(Value step, int64_t s, int64_t word, Value item) {
+  if (!traced)
+    return;
+  g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step,
+                               g.idx(s)),
+         [&] { trace(word, clock(), item); });
+}
+
 Value WgmmaMain::clock() {
   return NVVM::Clock64Op::create(b, loc, b.getI64Type());
 }

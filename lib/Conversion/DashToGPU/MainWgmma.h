@@ -49,6 +49,8 @@ struct WgmmaMain {
   /// this CTA's timeline, or of item `item`'s record when given (items past
   /// kTraceMaxItems are not recorded); the caller picks the thread.
   void trace(int64_t word, Value v, Value item = Value());
+  /// trace(word, clock(), item) when `step` is `s` (step events of a walk).
+  void traceAtStep(Value step, int64_t s, int64_t word, Value item);
   Value clock();
   Value nanoseconds();
 

@@ -159,11 +159,8 @@ void WgmmaMain::emitMma() {
             w.mbarWait(w.mbar(kFullQ, buf),
                        g.rem(g.div(n, g.idx(2)), g.idx(2)),
                        g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
-            traceThread([&] {
-              g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                           step, g.idx(0)),
-                     [&] { trace(kTraceStep0Ready, clock(), it.index); });
-            });
+            traceThread(
+                [&] { traceAtStep(step, 0, kTraceStep0Ready, it.index); });
             qt = arith::IndexCastOp::create(
                 b, loc, b.getIndexType(),
                 LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
@@ -584,11 +581,7 @@ void WgmmaMain::emitMma() {
             w.mbarArrive(w.mbar(kEmptyQ, buf));
           for (int64_t s0 = 0; s0 < 2; ++s0)
             traceThread([&] {
-              g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                           step, g.idx(s0)),
-                     [&] {
-                       trace(kTraceStep0End + s0, clock(), it.index);
-                     });
+              traceAtStep(step, s0, kTraceStep0End + s0, it.index);
             });
           scf::YieldOp::create(b, loc, ValueRange{accV, accK});
           tid = tidMma;

@@ -79,10 +79,8 @@ void WgmmaMain::emitProducer() {
                        it.h, full);
         w.tmaRowVector(kTensorMapDPsum, g.add(at(L.dps(0)), vOff), it.bb,
                        q0, it.h, full);
-        if (traced) // the item's first step's copies are out
-          g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step,
-                                       g.idx(0)),
-                 [&] { trace(kTraceStep0Issue, clock(), it.index); });
+        // The item's first step's copies are out.
+        traceAtStep(step, 0, kTraceStep0Issue, it.index);
       });
     });
   });
