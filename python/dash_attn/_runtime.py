@@ -369,9 +369,9 @@ INPUT_NAMES = ("q", "k", "v", "o", "do", "lse")
 GRAD_NAMES = ("dq", "dk", "dv")
 
 
-def metas_of(tensors):
+def metas_of(tensors, names=INPUT_NAMES + GRAD_NAMES):
     """TensorMeta of the inputs (and gradients, if given), named in order."""
-    return [TensorMeta.of(t, n) for t, n in zip(tensors, INPUT_NAMES + GRAD_NAMES)]
+    return [TensorMeta.of(t, n) for t, n in zip(tensors, names)]
 
 
 def args_with_pointers(template, tensors):

@@ -7,7 +7,6 @@ import torch
 from . import _runtime as R
 
 
-
 # The call's struct per argument signature (shapes, strides, dtypes,
 # devices and options of the six inputs; the gradients' layouts follow
 # from them): a repeated call only writes its nine data pointers into a
@@ -44,7 +43,7 @@ def _launch(q, k, v, o, do, lse, *, causal, causal_align, scale, deterministic,
             # Nothing to launch; the runtime refuses zero sizes.
             return (torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v))
         grads = (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
-        metas = R.metas_of(tensors + grads)
+        metas += R.metas_of(grads, R.GRAD_NAMES)
         args = R.build_args(metas, causal=causal, causal_align=causal_align, scale=scale,
                             deterministic=deterministic, schedule=schedule, layout=layout)
     device = q.device
