@@ -103,6 +103,12 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "mma=wgmma with loads=tma: 1 frees K/V after the item's last dQ "
            "(the next item's K/V load overlaps the last hand-off and the "
            "dK/dV epilogue); 0 frees them after the walk; -1: the default">,
+    Option<"qBeforeKv", "q-before-kv", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma: 1 makes the producer issue an item's "
+           "first Q/dO/lse_log2/dPsum copies before it waits for the "
+           "previous item's K/V to be free (they land during that item's "
+           "last step and epilogue); 0 issues them after the item's K/V; "
+           "-1: the default (1 with loads=tma)">,
     Option<"dqKvSplit", "dq-kv-split", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma on 128-row Q tiles (D = 64): 1 makes "
            "each MMA warpgroup compute dQ of the whole Q tile over its own 64 "

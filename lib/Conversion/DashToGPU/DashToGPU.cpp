@@ -145,6 +145,15 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
                                  "loads=tma (K/V come from the producer)";
     bool kvEarly = earlyKv == 1;
+    if (failed(checkOption("q-before-kv", qBeforeKv, -1, 1, "0 or 1")))
+      return failure();
+    if (qBeforeKv == 1 && !tmaWgmma)
+      return op.emitOpError() << "q-before-kv=1 needs mma=wgmma with "
+                                 "loads=tma (Q/dO come from the producer)";
+    // Default on: the producer's boundary path (K/V, the next item's
+    // prefetch, the first step's visit and rank) took 5-7k cycles on its 24
+    // registers, which the first step waited out (bench/NOTES.md section 19).
+    bool qFirst = tmaWgmma && qBeforeKv != 0;
     if (failed(checkOption("trace-timeline", traceTimeline, 0, 1, "1")))
       return failure();
     if (traceTimeline == 1 && !tmaWgmma)
@@ -197,7 +206,7 @@ struct ConvertDashToGPUPass
     int64_t pBytes = bm * bn * 4;
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
-                            traceTimeline == 1};
+                            traceTimeline == 1, qFirst};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -235,6 +244,8 @@ struct ConvertDashToGPUPass
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma)
         config.append("early_kv", b.getBoolAttr(kvEarly));
+      if (tma)
+        config.append("q_before_kv", b.getBoolAttr(qFirst));
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));
       if (tma)

@@ -485,6 +485,9 @@ struct WgmmaConfig {
   /// Diagnostic kernels: the main kernel writes a per-CTA timeline into O's
   /// buffer, which it never reads (TraceWord; bench/item_trace.py).
   bool traceTimeline = false;
+  /// TMA kernels: the producer issues an item's first Q/dO copies before it
+  /// waits for the previous item's K/V to be free (q-before-kv=1).
+  bool qBeforeKV = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

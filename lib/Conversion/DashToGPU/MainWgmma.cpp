@@ -69,7 +69,7 @@ WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                      ScheduledAttentionBwdOp op, int64_t D, int64_t spinLimit,
                      const WgmmaConfig &config)
     : b(b), loc(loc), op(op), D(D), config(config), tma(config.tma),
-      earlyKV(config.earlyKV), split(config.dqKvSplit), turns(config.wgTurns),
+      earlyKV(config.earlyKV), qBeforeKV(config.qBeforeKV), split(config.dqKvSplit), turns(config.wgTurns),
       dpsAcc(config.statsInAcc >= 1), lseAcc(config.statsInAcc >= 2),
       traced(config.traceTimeline),
       dsBufs(config.dsBufs), guard(b),

@@ -2,7 +2,8 @@
 //
 // TMA kernels, lane 0 of warp 10 (warpgroup 2's registers; the other
 // lanes idle): per item, once the MMA threads are done with the previous
-// K and V (EMPTY_KV), K and V (FULL_KV); per step n of the unit (stage
+// K and V (EMPTY_KV), K and V (FULL_KV; q-before-kv=1: after the item's
+// first step's copies); per step n of the unit (stage
 // n % 2), once the stage is free (EMPTY_Q), the step's Q tile index and
 // rank into the stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one
 // expect-tx arrival; rows past S_q arrive as zeros). One thread and no
@@ -33,26 +34,9 @@ void WgmmaMain::emitProducer() {
     if (traced)
       trace(kTraceItems, k.numItems(op, map, unit));
     forItems([&](const Item &it, Value first) {
-      Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
-      Value itemParity = g.rem(it.index, g.idx(2));
-      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
-                 g.idx(kEmptyKV), {unit, it.bb, it.h, first});
-      if (traced)
-        trace(kTraceKVIssue, clock(), it.index);
-      Value fullKV = w.mbar(kFullKV);
-      w.mbarExpect(fullKV, 2 * L.kvBytes());
-      w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);
-      w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, fullKV);
-      // The next item's K and V into L2 while this item runs: its load
-      // above then waits on L2, not HBM (all units switch items at about
-      // the same time under a full mask, so those loads come in a burst).
-      Value nextItem = g.add(it.index, g.idx(1));
-      g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
-        Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
-        w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
-        w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
-      });
-      g.loop(it.len, [&](Value step) {
+      // Step `step` of the item: its Q tile index (and rank) into stage
+      // (first + step) % 2 once that is free, then its tiles by TMA.
+      auto issueStep = [&](Value step) {
         Value n = g.add(first, step);
         Value stage = g.rem(n, g.idx(2));
         Value parity = g.rem(g.div(n, g.idx(2)), g.idx(2));
@@ -81,7 +65,32 @@ void WgmmaMain::emitProducer() {
                        q0, it.h, full);
         // The item's first step's copies are out.
         traceAtStep(step, 0, kTraceStep0Issue, it.index);
+      };
+      // q-before-kv: the first step's stage was freed by the step before
+      // last, so its copies go out while the MMA warps still walk the
+      // previous item (and write its dK/dV); only K/V wait for its end.
+      if (qBeforeKV)
+        g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
+      Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
+      Value itemParity = g.rem(it.index, g.idx(2));
+      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
+                 g.idx(kEmptyKV), {unit, it.bb, it.h, first});
+      if (traced)
+        trace(kTraceKVIssue, clock(), it.index);
+      Value fullKV = w.mbar(kFullKV);
+      w.mbarExpect(fullKV, 2 * L.kvBytes());
+      w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);
+      w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, fullKV);
+      // The next item's K and V into L2 while this item runs: its load
+      // above then waits on L2, not HBM (all units switch items at about
+      // the same time under a full mask, so those loads come in a burst).
+      Value nextItem = g.add(it.index, g.idx(1));
+      g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
+        Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
+        w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+        w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
       });
+      g.loop(g.idx(qBeforeKV ? 1 : 0), it.len, issueStep);
     });
   });
 }

@@ -1,8 +1,8 @@
 // trace-timeline=1 (diagnostic kernels for bench/item_trace.py): MMA thread 0
 // stores globaltimer and clock64 at the CTA's start and end, and clock64 at
 // each item's walk start, step 0's FULL_Q pass, the ends of steps 0 and 1, the
-// walk's end and the epilogue's end; the producer stores clock64 once it may
-// load an item's K/V and once it has issued the item's first step's copies.
+// walk's end and the epilogue's end; the producer stores clock64 once it has
+// issued the item's first step's copies and once it may load the item's K/V.
 // All go as i64 words into O's buffer (the main kernel never reads O). Off by
 // default; bad values and cp.async kernels are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=trace-timeline=1" --canonicalize --cse | FileCheck %s
@@ -28,18 +28,17 @@
 // CHECK: nvvm.read.ptx.sreg.clock64 : i64
 // CHECK: nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK: nvvm.read.ptx.sreg.clock64 : i64
-// The producer: the unit's item count, then per item its clock once EMPTY_KV
-// has passed ...
+// The producer: the unit's item count, then per item its clock once the
+// walk's first step's copies (Q, dO, lse_log2, dPsum: issued before the
+// item's K/V, q-before-kv) are out ...
 // CHECK: nvvm.setmaxregister  decrease
 // CHECK: memref.extract_aligned_pointer_as_index %[[O]]
-// CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK-NEXT: nvvm.read.ptx.sreg.clock64 : i64
-// ... and once the walk's first step's copies (Q, dO, lse_log2, dPsum) are
-// out.
 // CHECK: scf.for
-// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// CHECK: arith.cmpi eq, %{{.*}}, %c0 : index
-// CHECK-NEXT: scf.if
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-COUNT-6: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK-NEXT: nvvm.read.ptx.sreg.clock64 : i64
+// ... and once EMPTY_KV has passed.
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.read.ptx.sreg.clock64 : i64
 // CHECK: gpu.return
 

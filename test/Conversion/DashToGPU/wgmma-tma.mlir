@@ -57,6 +57,13 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-kv=1" --canonicalize --cse | FileCheck %s --check-prefix=EARLYKV
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-kv=2" 2>&1 | FileCheck %s --check-prefix=EARLYKVBAD
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async early-kv=1" 2>&1 | FileCheck %s --check-prefix=EARLYKVCPASYNC
+// q-before-kv=0: the producer waits for K/V to be free and issues them before
+// the item's first step (the order before section 19 of bench/NOTES.md; the
+// MMA warps waited 2-3.5k cycles on that step's tiles); bad values and
+// cp.async kernels are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=q-before-kv=0" --canonicalize --cse | FileCheck %s --check-prefix=QKV0
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=q-before-kv=2" 2>&1 | FileCheck %s --check-prefix=QKVBAD
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async q-before-kv=1" 2>&1 | FileCheck %s --check-prefix=QKVCPASYNC
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
 // And through the whole pipeline to PTX (raised to ISA 8.3 for
@@ -67,7 +74,7 @@
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
 
-// CHECK: dash.config = {{{.*}}dq_accum_map = "tiles"{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}shared_bytes = 231504 : i64
+// CHECK: dash.config = {{{.*}}dq_accum_map = "tiles"{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}q_before_kv = true{{.*}}shared_bytes = 231504 : i64
 // The shared window: a zero-size shared global declared 1024-byte aligned,
 // whose address (a constant) is every buffer's base; thread 0 traps should
 // a loader ever place it otherwise.
@@ -218,6 +225,20 @@
 // CHECK-NEXT: arith.cmpi eq
 // CHECK-NEXT: scf.if
 // CHECK-COUNT-6: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
+// Per item, its first step's tiles (descending: Q tile nq - 1) before the
+// wait for K/V (q-before-kv, the default): that stage was freed by the
+// previous item's step before last, so the copies land while its last step
+// and dK/dV epilogue run.
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: %[[FIRSTQ:.*]] = arith.subi %{{.*}}, %c1_i32 : i32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.store %[[FIRSTQ]], %{{.*}} : i32, !llvm.ptr<3>
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32
+// CHECK-COUNT-6: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK-NEXT: }
+// Then the item's K and V once the previous item is done with theirs.
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
@@ -228,7 +249,8 @@
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.prefetch
 // The walk in 32-bit arithmetic (schedule regions narrowed to i32: no 64-bit
 // division subroutine with 24 registers); descending: nq - 1 - step.
-// CHECK: scf.for %[[STEP:.*]] = %c0 to
+// The item's other steps.
+// CHECK: scf.for %[[STEP:.*]] = %c1 to
 // CHECK-NOT: arith.floordivsi {{.*}} : index
 // CHECK: %[[STEP32:.*]] = arith.index_cast %[[STEP]] : index to i32
 // CHECK-NEXT: arith.subi %{{.*}}, %[[STEP32]] : i32
@@ -428,3 +450,15 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
       : !act, !act, !act, !act, !act, !lse
   return
 }
+// QKV0: dash.config = {{{.*}}q_before_kv = false
+// QKV0: nvvm.setmaxregister  decrease
+// QKV0-COUNT-6: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
+// QKV0: scf.for
+// QKV0-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// QKV0: nvvm.mbarrier.try_wait.parity
+// QKV0: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
+// QKV0-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// QKV0: scf.for %{{.*}} = %c0 to
+// QKV0: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32
+// QKVBAD: error: 'dash.scheduled_attention_bwd' op q-before-kv must be 0 or 1, or -1 for the default (got 2)
+// QKVCPASYNC: error: 'dash.scheduled_attention_bwd' op q-before-kv=1 needs mma=wgmma with loads=tma (Q/dO come from the producer)
