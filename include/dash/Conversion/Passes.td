@@ -109,6 +109,10 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "previous item's K/V to be free (they land during that item's "
            "last step and epilogue); 0 issues them after the item's K/V; "
            "-1: the default (1 with loads=tma)">,
+    Option<"dsStmatrix", "ds-stmatrix", "int64_t", /*default=*/"-1",
+           "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
+           "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "
+           "default (1)">,
     Option<"dqKvSplit", "dq-kv-split", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma on 128-row Q tiles (D = 64): 1 makes "
            "each MMA warpgroup compute dQ of the whole Q tile over its own 64 "

@@ -154,6 +154,14 @@ struct ConvertDashToGPUPass
     // prefetch, the first step's visit and rank) took 5-7k cycles on its 24
     // registers, which the first step waited out (bench/NOTES.md section 19).
     bool qFirst = tmaWgmma && qBeforeKv != 0;
+    if (failed(checkOption("ds-stmatrix", dsStmatrix, -1, 1, "0 or 1")))
+      return failure();
+    if (dsStmatrix == 1 && !useWgmma)
+      return op.emitOpError() << "ds-stmatrix=1 needs mma=wgmma (the "
+                              << mma << " kernels keep dS elsewhere)";
+    // Default on: a quarter of the dS^T store instructions and their address
+    // math (bench/NOTES.md section 19: d = 128 det +0.5..+2.5%).
+    bool dsStm = useWgmma && dsStmatrix != 0;
     if (failed(checkOption("trace-timeline", traceTimeline, 0, 1, "1")))
       return failure();
     if (traceTimeline == 1 && !tmaWgmma)
@@ -206,7 +214,7 @@ struct ConvertDashToGPUPass
     int64_t pBytes = bm * bn * 4;
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
-                            traceTimeline == 1, qFirst};
+                            traceTimeline == 1, qFirst, dsStm};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -240,6 +248,7 @@ struct ConvertDashToGPUPass
     config.append("loads", b.getStringAttr(tma ? "tma" : "cp-async"));
     if (useWgmma) {
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
+      config.append("ds_stmatrix", b.getBoolAttr(dsStm));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma)

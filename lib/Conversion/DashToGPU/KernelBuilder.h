@@ -488,6 +488,8 @@ struct WgmmaConfig {
   /// TMA kernels: the producer issues an item's first Q/dO copies before it
   /// waits for the previous item's K/V to be free (q-before-kv=1).
   bool qBeforeKV = false;
+  /// dS^T goes to shared memory by stmatrix (ds-stmatrix=1).
+  bool dsStmatrix = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -392,8 +392,41 @@ void WgmmaMain::emitMma() {
                              : g.mul(ifMask.getResult(r + u),
                                      g.sub(w.elem(dP, r + u),
                                            statOf(dpsV, dpsBase, r + u)));
-            storePair(dsTile(buf), r, ds[0], ds[1]);
+            if (!dsStmatrix)
+              storePair(dsTile(buf), r, ds[0], ds[1]);
             dsA.push_back(w.packBf16(ds[0], ds[1]));
+          }
+          // ds-stmatrix: the same bytes as storePair's, four 8x8 bf16
+          // matrices per instruction. The packed pairs 4j .. 4j + 3 are rows
+          // 0-7 and 8-15 of the warp's 16 KV rows in column blocks 2j and
+          // 2j + 1 (the m16n8 fragment order); lane l gives row l % 8 of
+          // matrix l / 8: KV row 16 wi + 8 ((l / 8) % 2) + l % 8, column
+          // block 2j + l / 16, whose 16-byte chunk is swizzled by row % 8 =
+          // l % 8. One stmatrix replaces four 4-byte stores and their
+          // address math.
+          if (dsStmatrix) {
+            Value r8 = g.rem(lane, g.idx(8));
+            Value h = g.div(lane, g.idx(16));
+            Value rowOff = g.mul(
+                g.add(g.add(wgRows, g.mul(wi, g.idx(16))),
+                      g.add(g.mul(g.rem(g.div(lane, g.idx(8)), g.idx(2)),
+                                  g.idx(8)),
+                            r8)),
+                g.idx(128));
+            Value c0 = arith::XOrIOp::create(b, loc, h, r8);
+            Value tile = dsTile(buf);
+            for (int64_t j = 0; j < bm / 16; ++j) {
+              Value chunk =
+                  arith::XOrIOp::create(b, loc, g.idx((2 * j) % 8), c0);
+              Value off = g.add(g.add(g.idx((j / 4) * kBn * 128), rowOff),
+                                g.mul(chunk, g.idx(16)));
+              NVVM::StMatrixOp::create(
+                  b, loc, w.sh(g.add(tile, off)),
+                  ValueRange(ArrayRef<Value>(dsA).slice(4 * j, 4)),
+                  NVVM::MMALayout::row,
+                  NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+                  NVVM::LdStMatrixEltType::B16);
+            }
           }
           w.fenceAsyncShared();
           if (!earlyDv)

@@ -64,6 +64,12 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=q-before-kv=0" --canonicalize --cse | FileCheck %s --check-prefix=QKV0
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=q-before-kv=2" 2>&1 | FileCheck %s --check-prefix=QKVBAD
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async q-before-kv=1" 2>&1 | FileCheck %s --check-prefix=QKVCPASYNC
+// ds-stmatrix=0: dS^T as 4-byte bf16 pairs (16 stores per thread at D = 128,
+// each with its swizzled address); bad values and non-wgmma kernels are
+// refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-stmatrix=0" --canonicalize --cse | FileCheck %s --check-prefix=DSPAIRS
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-stmatrix=2" 2>&1 | FileCheck %s --check-prefix=DSSTMBAD
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync ds-stmatrix=1" 2>&1 | FileCheck %s --check-prefix=DSSTMSYNC
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
 // And through the whole pipeline to PTX (raised to ISA 8.3 for
@@ -128,7 +134,10 @@
 // CHECK-COUNT-8: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK-NOT: barrier.sync
-// CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// dS^T to shared memory: 64 Q columns = 8 column blocks, two per stmatrix
+// of four 8x8 bf16 matrices (ds-stmatrix, the default).
+// CHECK-COUNT-4: nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
+// CHECK-NOT: nvvm.stmatrix
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
@@ -275,7 +284,7 @@
 // DS2: nvvm.wgmma.wait.group.sync.aligned 1
 // DS2: nvvm.wgmma.wait.group.sync.aligned 1
 // DS2-NOT: barrier.sync
-// DS2: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// DS2: nvvm.stmatrix
 // The one barrier between the warpgroups: both halves of dS^T before dQ.
 // DS2: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DS2-NOT: ro(%c1_i32, %c256_i32
@@ -287,7 +296,7 @@
 // DS1: nvvm.wgmma.wait.group.sync.aligned 1
 // DS1: nvvm.wgmma.wait.group.sync.aligned 1
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
-// DS1: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// DS1: nvvm.stmatrix
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 199752 : i64
 // DQ1: gpu.func @dash_bwd_main(
@@ -462,3 +471,11 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // QKV0: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32
 // QKVBAD: error: 'dash.scheduled_attention_bwd' op q-before-kv must be 0 or 1, or -1 for the default (got 2)
 // QKVCPASYNC: error: 'dash.scheduled_attention_bwd' op q-before-kv=1 needs mma=wgmma with loads=tma (Q/dO come from the producer)
+// DSPAIRS: dash.config = {{{.*}}ds_stmatrix = false
+// DSPAIRS: gpu.func @dash_bwd_main(
+// DSPAIRS-NOT: nvvm.stmatrix
+// DSPAIRS-COUNT-16: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// DSPAIRS-NOT: nvvm.stmatrix
+// DSPAIRS: gpu.func @dash_bwd_postprocess(
+// DSSTMBAD: error: 'dash.scheduled_attention_bwd' op ds-stmatrix must be 0 or 1, or -1 for the default (got 2)
+// DSSTMSYNC: error: 'dash.scheduled_attention_bwd' op ds-stmatrix=1 needs mma=wgmma (the sync kernels keep dS elsewhere)
