@@ -86,14 +86,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     Option<"dsBuffers", "ds-buffers", "int64_t", /*default=*/"0",
            "mma=wgmma with loads=tma: dS^T shared buffers, 1 or 2 (2: they "
            "alternate by step, so the warpgroups meet at one named barrier "
-           "per step instead of two; fits at D = 128, and at D = 64 with "
-           "dq-buffers=1); 0: 2 at D = 128 and D = 64 on 128-row Q tiles "
-           "where they fit, else 1">,
+           "per step instead of two; fits at D = 128 and D = 64); 0: 2 at "
+           "D = 128 and D = 64 on 128-row Q tiles where they fit, else 1">,
     Option<"dqBuffers", "dq-buffers", "int64_t", /*default=*/"0",
            "mma=wgmma with loads=tma: f32 dQ staging buffers, each with its "
            "reducer warp: 2 (two rows' ordered adds in flight) or 1 (32 KiB "
-           "back at D = 64, where ds-buffers=2 then fits); 0: 1 at D = 64 "
-           "on 128-row Q tiles, else 2">,
+           "back at D = 64); 0: 2, or 1 at D = 64 on 128-row Q tiles if two "
+           "would leave no room for two dS^T buffers">,
     Option<"mmaRegs", "mma-regs", "int64_t", /*default=*/"0",
            "mma=wgmma: registers per MMA thread after setmaxnreg, 240 "
            "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 for "

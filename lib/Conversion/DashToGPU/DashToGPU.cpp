@@ -130,8 +130,14 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "ds-buffers=2 has no use with dq-kv-split=1 "
                                  "(a warpgroup reads only its own dS^T rows)";
     int64_t dqBufs = dqBuffers;
+    // Two staging buffers (two reducer warps) wherever they leave room for
+    // two dS^T buffers; at D = 64 on 128-row Q tiles that is 231504 of
+    // 232448 B (bench/NOTES.md section 19).
     if (dqBufs == 0)
-      dqBufs = tmaWgmma && D == 64 && bm == 128 ? 1 : 2;
+      dqBufs = tmaWgmma && D == 64 && bm == 128 &&
+                       wgmmaSharedBytes(D, bm, {tma, 2, 240, 2}) > kMaxShared
+                   ? 1
+                   : 2;
     int64_t dsBufs = dsBuffers;
     if (dsBufs == 0)
       dsBufs = !kvSplit && tmaWgmma && (D == 128 || (D == 64 && bm == 128)) &&

@@ -5,20 +5,19 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=bulk 2>&1 | FileCheck %s --check-prefix=BADLOADS
 // RUN: not dash-opt %s --dash-tile=kernels=sync --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync loads=tma" 2>&1 | FileCheck %s --check-prefix=NOTWGMMA
 // Two dS^T buffers (alternating by step): one barrier between the
-// warpgroups per step; the default at D = 128, and at D = 64 with one dQ
-// staging buffer (not with two: too big); TMA kernels only. ds-buffers=1
+// warpgroups per step; the default at D = 128 and at D = 64 (beside two dQ
+// staging buffers: 231504 of 232448 B); TMA kernels only. ds-buffers=1
 // keeps the barrier before the dS^T stores.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=DS1
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma ds-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DS2
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-buffers=3" 2>&1 | FileCheck %s --check-prefix=DS3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2CPASYNC
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=2 ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=DS2D64
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=2 ds-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DS2D64
 // One dQ staging buffer (dq-buffers=1; one reducer warp, constant barrier
-// ids): at D = 64 it makes room for two dS^T buffers, the default there.
-// dq-buffers=2 at D = 64 falls back to one dS^T buffer. Other counts and
-// cp.async kernels are refused.
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DQ1
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=2" --canonicalize --cse | FileCheck %s --check-prefix=DQ2D64
+// ids): 32 KiB back at D = 64. The default there is two, beside two dS^T
+// buffers. Other counts and cp.async kernels are refused.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=DQ1
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DQ2D64
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=3" 2>&1 | FileCheck %s --check-prefix=DQ3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async dq-buffers=1" 2>&1 | FileCheck %s --check-prefix=DQ1CPASYNC
 // Row statistics as accumulator starts (stats-in-acc): the default at D = 64
@@ -37,8 +36,8 @@
 // partial, warpgroup 1 adds its own onto it and hands the tile over, one
 // 32 KiB add. wg-turns=1 adds turn-taking for S^T/dP^T. Measured even
 // (bench/NOTES.md section 15): off by default; misuse is refused.
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1" --canonicalize --cse | FileCheck %s --check-prefix=SPLIT
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=1" --canonicalize --cse | FileCheck %s --check-prefix=TURNS
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 dq-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=SPLIT
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=1 dq-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=TURNS
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1" 2>&1 | FileCheck %s --check-prefix=SPLITD128
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=SPLITDS2
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=2" 2>&1 | FileCheck %s --check-prefix=SPLITBAD
@@ -80,7 +79,7 @@
 // RUN: %if ptxas %{ FileCheck %s --check-prefix=PTX --input-file=%t/k.ptx %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/k.ptx -o %t/k.cubin %}
 
-// CHECK: dash.config = {{{.*}}dq_accum_map = "tiles"{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}q_before_kv = true{{.*}}shared_bytes = 231504 : i64
+// CHECK: dash.config = {{{.*}}dq_accum_map = "tiles"{{.*}}ds_buffers = 2 : i64{{.*}}loads = "tma"{{.*}}mma_regs = 232 : i64{{.*}}q_before_kv = true{{.*}}shared_bytes = 230480 : i64
 // The shared window: a zero-size shared global declared 1024-byte aligned,
 // whose address (a constant) is every buffer's base; thread 0 traps should
 // a loader ever place it otherwise.
@@ -276,7 +275,7 @@
 // CHECK: gpu.func @dash_bwd_postprocess(
 // CHECK-SAME: memref<112xi64> {dash.name = "tensor_maps"}
 
-// DS2: ds_buffers = 2 : i64{{.*}}shared_bytes = 231504 : i64
+// DS2: ds_buffers = 2 : i64{{.*}}shared_bytes = 230480 : i64
 // DS2: nvvm.setmaxregister  increase 232
 // DS2: scf.for
 // S^T waited for, then (after the early dV) dP^T: the dS^T stores follow
@@ -290,7 +289,7 @@
 // DS2-NOT: ro(%c1_i32, %c256_i32
 // DS2: scf.yield
 // DS3: error: 'dash.scheduled_attention_bwd' op ds-buffers must be 1 or 2, or 0 for the default (got 3)
-// DS1: ds_buffers = 1 : i64{{.*}}shared_bytes = 215120 : i64
+// DS1: ds_buffers = 1 : i64{{.*}}shared_bytes = 214096 : i64
 // DS1: scf.for
 // One buffer: the dS^T stores wait for the other warpgroup's dQ reads.
 // DS1: nvvm.wgmma.wait.group.sync.aligned 1
@@ -298,7 +297,7 @@
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DS1: nvvm.stmatrix
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
-// DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 199752 : i64
+// DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 198728 : i64
 // DQ1: gpu.func @dash_bwd_main(
 // One barrier between the MMA warpgroups per step (two dS^T buffers).
 // DQ1: scf.for
@@ -317,7 +316,7 @@
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
 // DQ1: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
 // DQ1: "{{.*}}@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;\0A}" ro(%{{.*}}, %{{.*}}, %c16384_i32
-// DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 199760 : i64
+// DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 231504 : i64
 // DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2, or 0 for the default (got 3)
 // DQ1CPASYNC: error: 'dash.scheduled_attention_bwd' op dq-buffers=1 needs mma=wgmma with loads=tma
 // STATS1: stats_in_acc = 1 : i64
@@ -348,7 +347,7 @@
 // STATSBAD: error: 'dash.scheduled_attention_bwd' op stats-in-acc must be 0, 1 or 2, or -1 for the default (got 3)
 // STATSCPASYNC: error: 'dash.scheduled_attention_bwd' op stats-in-acc=1 needs mma=wgmma with loads=tma
 
-// SPLIT: dq_kv_split = true{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 166984 : i64
+// SPLIT: dq_buffers = 1 : i64{{.*}}dq_kv_split = true{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 165960 : i64
 // SPLIT: gpu.func @dash_bwd_main(
 // SPLIT: scf.for
 // SPLIT-NOT: ro(%c1_i32, %c256_i32
@@ -400,7 +399,7 @@
 // REGSSYNC: error: 'dash.scheduled_attention_bwd' op mma-regs needs mma=wgmma (the sync kernels do not split registers by role)
 // REGSBAD: error: 'dash.scheduled_attention_bwd' op mma-regs must be 240 or 232, or 0 for the default (got 248)
 // DS2CPASYNC: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 needs mma=wgmma with loads=tma
-// DS2D64: error: 'dash.scheduled_attention_bwd' op tile 128x128 with D = 64 needs 232528 B of shared memory (> 227 KiB)
+// DS2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 231504 : i64
 
 // EARLYKV: dash.config = {{{.*}}early_kv = true
 // EARLYKV: nvvm.setmaxregister  increase 232
