@@ -112,6 +112,12 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "
            "default (1)">,
+    Option<"earlyDv", "early-dv", "int64_t", /*default=*/"-1",
+           "mma=wgmma on 128-row Q tiles (D = 64): 1 issues dV += P^T dO "
+           "as soon as P is packed, under the dS pass, which then reads P "
+           "back from its bf16 pairs; 0 issues dV after the dS pass (P's f32 "
+           "values, its bf16 pairs and dP^T would not fit together); -1: the "
+           "default. 64-row tiles always issue dV early">,
     Option<"dqKvSplit", "dq-kv-split", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma on 128-row Q tiles (D = 64): 1 makes "
            "each MMA warpgroup compute dQ of the whole Q tile over its own 64 "

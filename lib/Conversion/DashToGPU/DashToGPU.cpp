@@ -168,6 +168,12 @@ struct ConvertDashToGPUPass
     // Default on: a quarter of the dS^T store instructions and their address
     // math (bench/NOTES.md section 19: d = 128 det +0.5..+2.5%).
     bool dsStm = useWgmma && dsStmatrix != 0;
+    if (failed(checkOption("early-dv", earlyDv, -1, 1, "0 or 1")))
+      return failure();
+    if (earlyDv == 1 && !(useWgmma && bm == 128))
+      return op.emitOpError() << "early-dv=1 needs mma=wgmma with 128-row Q "
+                                 "tiles (64-row tiles issue dV early anyway)";
+    bool dvEarly = useWgmma && bm == 128 && earlyDv == 1;
     if (failed(checkOption("trace-timeline", traceTimeline, 0, 1, "1")))
       return failure();
     if (traceTimeline == 1 && !tmaWgmma)
@@ -220,7 +226,7 @@ struct ConvertDashToGPUPass
     int64_t pBytes = bm * bn * 4;
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
-                            traceTimeline == 1, qFirst, dsStm};
+                            traceTimeline == 1, qFirst, dsStm, dvEarly};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -255,6 +261,8 @@ struct ConvertDashToGPUPass
     if (useWgmma) {
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
       config.append("ds_stmatrix", b.getBoolAttr(dsStm));
+      if (bm == 128)
+        config.append("early_dv", b.getBoolAttr(dvEarly));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma)

@@ -490,6 +490,9 @@ struct WgmmaConfig {
   bool qBeforeKV = false;
   /// dS^T goes to shared memory by stmatrix (ds-stmatrix=1).
   bool dsStmatrix = false;
+  /// 128-row Q tiles: dV issued before the dS pass, which reads P back from
+  /// its bf16 pairs (early-dv=1).
+  bool earlyDvWide = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -350,7 +350,12 @@ void WgmmaMain::emitMma() {
           // soon as P^T is known, behind dP^T and under the dS^T math; with
           // 128-row tiles (D = 64) P^T, its bf16 copy and dP^T would not fit
           // in the registers together, so it follows the dS^T math.
-          const bool earlyDv = bm == 64;
+          // early-dv at 128-row tiles: dV goes out at once too, and the dS
+          // pass reads P back from its bf16 pairs (the registers dV reads),
+          // so P's f32 values die at the packing: 32 + 64 + 64 live values
+          // instead of 64 + 32 + 64 + 64.
+          const bool earlyDv = bm == 64 || earlyDvWide;
+          const bool pFromBf16 = bm != 64 && earlyDvWide;
           SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
@@ -382,14 +387,31 @@ void WgmmaMain::emitMma() {
             w.barSync(kBarMma, kMmaThreads);
           // dS^T goes to shared memory for dQ and stays in registers as the
           // A of dK += dS^T Q.
+          // P of register r: its f32 value, or (pFromBf16) the bf16 half of
+          // its packed pair widened back (a shift or a mask: bf16 is the top
+          // half of an f32).
+          auto pOf = [&](int64_t r) -> Value {
+            if (!pFromBf16)
+              return ifMask.getResult(r);
+            Value pair = pA[r / 2];
+            Value bits =
+                r % 2 == 0
+                    ? arith::ShLIOp::create(b, loc, pair, w.c32(16)).getResult()
+                    : arith::AndIOp::create(
+                          b, loc, pair,
+                          arith::ConstantIntOp::create(b, loc, w.i32,
+                                                       0xFFFF0000LL))
+                          .getResult();
+            return arith::BitcastOp::create(b, loc, w.f32, bits);
+          };
           for (int64_t r = 0; r < bm / 2; r += 2) {
             Value ds[2];
             // stats-in-acc: the accumulator is dPsum - dP^T.
             for (int64_t u = 0; u < 2; ++u)
-              ds[u] = dpsAcc ? g.mul(ifMask.getResult(r + u),
+              ds[u] = dpsAcc ? g.mul(pOf(r + u),
                                      arith::NegFOp::create(
                                          b, loc, w.elem(dP, r + u)))
-                             : g.mul(ifMask.getResult(r + u),
+                             : g.mul(pOf(r + u),
                                      g.sub(w.elem(dP, r + u),
                                            statOf(dpsV, dpsBase, r + u)));
             if (!dsStmatrix)

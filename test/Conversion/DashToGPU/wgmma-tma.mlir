@@ -69,6 +69,15 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-stmatrix=0" --canonicalize --cse | FileCheck %s --check-prefix=DSPAIRS
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-stmatrix=2" 2>&1 | FileCheck %s --check-prefix=DSSTMBAD
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync ds-stmatrix=1" 2>&1 | FileCheck %s --check-prefix=DSSTMSYNC
+// early-dv=1 at D = 64 (128-row Q tiles): dV's eight register-A wgmmas go out
+// right after P is packed, before dP^T is waited for, and the dS pass widens
+// P back from those bf16 pairs (a shift for the low half, a mask for the
+// high one) before the stmatrix stores; the default issues dV after them.
+// 64-row tiles and bad values are refused.
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDV
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=EDV0
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" 2>&1 | FileCheck %s --check-prefix=EDVD128
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=2" 2>&1 | FileCheck %s --check-prefix=EDVBAD
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
 // And through the whole pipeline to PTX (raised to ISA 8.3 for
@@ -478,3 +487,24 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // DSPAIRS: gpu.func @dash_bwd_postprocess(
 // DSSTMBAD: error: 'dash.scheduled_attention_bwd' op ds-stmatrix must be 0 or 1, or -1 for the default (got 2)
 // DSSTMSYNC: error: 'dash.scheduled_attention_bwd' op ds-stmatrix=1 needs mma=wgmma (the sync kernels keep dS elsewhere)
+// EDV: dash.config = {{{.*}}early_dv = true
+// EDV: gpu.func @dash_bwd_main(
+// EDV: scf.for
+// EDV: nvvm.wgmma.wait.group.sync.aligned 1
+// EDV: ex2.approx
+// EDV-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// EDV-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// EDV-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// EDV: arith.shli %{{.*}}, %c16_i32 : i32
+// EDV: arith.andi %{{.*}}, %c-65536_i32 : i32
+// EDV: nvvm.stmatrix
+// EDV: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// EDV0: dash.config = {{{.*}}early_dv = false
+// EDV0: gpu.func @dash_bwd_main(
+// EDV0: nvvm.wgmma.wait.group.sync.aligned 0
+// EDV0-NOT: arith.shli %{{.*}}, %c16_i32 : i32
+// EDV0: nvvm.stmatrix
+// EDV0: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// EDV0: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// EDVD128: error: 'dash.scheduled_attention_bwd' op early-dv=1 needs mma=wgmma with 128-row Q tiles (64-row tiles issue dV early anyway)
+// EDVBAD: error: 'dash.scheduled_attention_bwd' op early-dv must be 0 or 1, or -1 for the default (got 2)
