@@ -265,10 +265,10 @@ struct ConvertDashToGPUPass
         config.append("early_dv", b.getBoolAttr(dvEarly));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
-      if (tma)
+      if (tma) {
         config.append("early_kv", b.getBoolAttr(kvEarly));
-      if (tma)
         config.append("q_before_kv", b.getBoolAttr(qFirst));
+      }
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));
       if (tma)
