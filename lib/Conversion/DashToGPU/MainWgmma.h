@@ -66,7 +66,7 @@ struct WgmmaMain {
   ScheduledAttentionBwdOp op;
   const int64_t D;
   const WgmmaConfig &config;
-  const bool tma, earlyKV, qBeforeKV, dsStmatrix, earlyDvWide;
+  const bool tma, earlyKV;
   // dq-kv-split: each warpgroup's dQ covers the whole Q tile over its own KV
   // rows; warpgroup 0 stores its partial, warpgroup 1 adds its own onto it
   // and hands the tile to the reducer.

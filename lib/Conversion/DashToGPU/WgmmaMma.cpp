@@ -354,8 +354,8 @@ void WgmmaMain::emitMma() {
           // pass reads P back from its bf16 pairs (the registers dV reads),
           // so P's f32 values die at the packing: 32 + 64 + 64 live values
           // instead of 64 + 32 + 64 + 64.
-          const bool earlyDv = bm == 64 || earlyDvWide;
-          const bool pFromBf16 = bm != 64 && earlyDvWide;
+          const bool earlyDv = bm == 64 || config.earlyDvWide;
+          const bool pFromBf16 = bm != 64 && config.earlyDvWide;
           SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
@@ -414,7 +414,7 @@ void WgmmaMain::emitMma() {
                              : g.mul(pOf(r + u),
                                      g.sub(w.elem(dP, r + u),
                                            statOf(dpsV, dpsBase, r + u)));
-            if (!dsStmatrix)
+            if (!config.dsStmatrix)
               storePair(dsTile(buf), r, ds[0], ds[1]);
             dsA.push_back(w.packBf16(ds[0], ds[1]));
           }
@@ -425,8 +425,10 @@ void WgmmaMain::emitMma() {
           // matrix l / 8: KV row 16 wi + 8 ((l / 8) % 2) + l % 8, column
           // block 2j + l / 16, whose 16-byte chunk is swizzled by row % 8 =
           // l % 8. One stmatrix replaces four 4-byte stores and their
-          // address math.
-          if (dsStmatrix) {
+          // address math. (WgmmaBuilder::swz's arithmetic, with the lane's
+          // part of the chunk XOR taken once: through swz per matrix every
+          // kernel's code changes, not measured.)
+          if (config.dsStmatrix) {
             Value r8 = g.rem(lane, g.idx(8));
             Value h = g.div(lane, g.idx(16));
             Value rowOff = g.mul(

@@ -69,7 +69,7 @@ void WgmmaMain::emitProducer() {
       // q-before-kv: the first step's stage was freed by the step before
       // last, so its copies go out while the MMA warps still walk the
       // previous item (and write its dK/dV); only K/V wait for its end.
-      if (qBeforeKV)
+      if (config.qBeforeKV)
         g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
       Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
       Value itemParity = g.rem(it.index, g.idx(2));
@@ -90,7 +90,7 @@ void WgmmaMain::emitProducer() {
         w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
         w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
       });
-      g.loop(g.idx(qBeforeKV ? 1 : 0), it.len, issueStep);
+      g.loop(g.idx(config.qBeforeKV ? 1 : 0), it.len, issueStep);
     });
   });
 }
