@@ -6,7 +6,9 @@ b = 16384 / s and h = 2048 / d (bf16): DASH with each legal schedule and
 auto, deterministic on and off; PyTorch SDPA flash, cuDNN and efficient
 backends, and FlexAttention (compiled once per shape, dynamic=False).
 Backward only (our pre/postprocess kernels included), median of >= 30 timed
-runs after warm-up, the implementations of a cell timed round-robin (one
+runs after warm-up, each its GPU time after an L2 flush, as triton's
+do_bench (a round is queued behind a GPU-side sleep so the host runs ahead;
+--timing sync puts a synchronize after every call instead), the implementations of a cell timed round-robin (one
 call of each per round: drift shifts them alike; rounds ordered so each runs
 after every other equally often, bench/round_order.py), TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
 a bitwise-determinism column for every implementation, workspace bytes and
@@ -49,27 +51,57 @@ POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
 
 
-def timed_interleaved(fns, runs, warmup=3):
+def timed_interleaved(fns, runs, warmup=3, queued=True):
     """Median ms of each fn, timed round-robin (one call of each per round,
     rounds ordered by a balanced Latin square, bench/round_order.py): clock
     and thermal drift during a cell shifts every implementation alike, and
     each one runs right after every other one equally often (what ran just
-    before a call moves its time by up to ~10%)."""
+    before a call moves its time by up to ~10%).
+
+    queued (default), as triton's do_bench (the anchors' cuDNN method): a
+    round is queued behind a GPU-side sleep and read after it, so the host
+    runs ahead and each call's time is its GPU time; L2 is flushed before
+    every call (a 256 MB memset, untimed). With a synchronize after every
+    call (queued=False, the method before 2026-12-02) each short call also
+    carried the host's launch path -- PyTorch's autograd and cuDNN frontend,
+    our ctypes front end -- and cuDNN lost up to 23% at s = 2048
+    (bench/NOTES.md section 20). Also returns how many rounds the GPU had
+    finished before the host had queued them (then some call may include
+    host time; 0 expected)."""
     for fn in fns:
         for _ in range(warmup):
             fn()
     torch.cuda.synchronize()
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if queued else None
     times = [[] for _ in fns]
+    host_bound = 0
     for order in round_orders(len(fns), runs):
+        ev = []
+        if queued:
+            torch.cuda._sleep(LEAD_CYCLES)
         for i in order:
-            fn = fns[i]
+            if queued:
+                flush.zero_()
             st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             st.record()
-            fn()
+            fns[i]()
             en.record()
-            en.synchronize()
+            if not queued:
+                en.synchronize()
+            ev.append((i, st, en))
+        if queued and ev[-1][2].query():
+            host_bound += 1
+        torch.cuda.synchronize()
+        for i, st, en in ev:
             times[i].append(st.elapsed_time(en))
-    return [statistics.median(t) for t in times]
+    return [statistics.median(t) for t in times], (host_bound if queued else None)
+
+
+# A queued round's GPU-side head start (~2.5 ms at the H200's clock): more
+# than the host needs to queue the round's first call; from there each
+# call's GPU time exceeds its host time at the benchmark's shapes.
+LEAD_CYCLES = 5_000_000
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # do_bench's; the H200's L2 is 50 MB
 
 
 def digest(ts):
@@ -229,7 +261,13 @@ def run_cell(d, mask, s, args, results):
             record(name, ms, eq, extra)
         entries.append((name, fn, finish))
 
-    times = timed_interleaved([fn for _, fn, _ in entries], args.runs)
+    times, host_bound = timed_interleaved([fn for _, fn, _ in entries], args.runs,
+                                          queued=args.timing == "queued")
+    if host_bound is not None:
+        cell["host_bound_rounds"] = host_bound
+        if host_bound:
+            print("d=%d %s s=%d: in %d rounds the GPU caught up with the host" %
+                  (d, mask, s, host_bound), flush=True)
     for (name, fn, finish), ms in zip(entries, times):
         finish(ms)
     del outs
@@ -244,6 +282,11 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3, help="runs compared bitwise")
     ap.add_argument("--all-policies", action="store_true")
+    ap.add_argument("--timing", choices=("queued", "sync"), default="queued",
+                    help="queued: each call's GPU time after an L2 flush, the host "
+                         "queueing ahead (default; do_bench's method, the anchors'); "
+                         "sync: a synchronize after every call, the host's launch "
+                         "path included (the method before 2026-12-02)")
     ap.add_argument("--no-flex", dest="flex", action="store_false")
     ap.add_argument("--commit", default=os.environ.get("DASH_COMMIT"),
                     help="commit to record; default: the kernels' manifests' "
@@ -264,7 +307,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = []
     meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
-                cuda=torch.version.cuda, commit=args.commit, command=" ".join(sys.argv),
+                cuda=torch.version.cuda, commit=args.commit, timing=args.timing,
+                command=" ".join(sys.argv),
                 date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
 
     def save():  # after every cell: a run cut short keeps what it measured
