@@ -307,7 +307,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = []
     meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
-                cuda=torch.version.cuda, commit=args.commit, timing=args.timing,
+                cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
+                commit=args.commit, timing=args.timing,
                 command=" ".join(sys.argv),
                 date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
 
