@@ -138,12 +138,6 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "S^T's at -lse_log2 / (scale log2 e), so P = exp2(scale log2 e * "
            "acc); 0: neither; -1: the default, 1 on 128-row Q tiles (D = 64, "
            "where the statistics were read at use), else 0">,
-    Option<"exp2Poly", "exp2-poly", "int64_t", /*default=*/"-1",
-           "mma=wgmma: N of every 8 values of a thread's P = exp2(..) are "
-           "computed by a degree-3 polynomial on the FMA pipe (relative "
-           "error < 1e-4), the rest by ex2.approx on the MUFU pipe, whose "
-           "16 results per clock and SM bound the exp2 pass at 128-row Q "
-           "tiles; 0..8; -1: the default (0)">,
     Option<"traceTimeline", "trace-timeline", "int64_t", /*default=*/"0",
            "diagnostic kernels (mma=wgmma with loads=tma): 1 makes the main "
            "kernel write a per-CTA timeline (clock64 at each item's walk "

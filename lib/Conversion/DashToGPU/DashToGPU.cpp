@@ -174,12 +174,6 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "early-dv=1 needs mma=wgmma with 128-row Q "
                                  "tiles (64-row tiles issue dV early anyway)";
     bool dvEarly = useWgmma && bm == 128 && earlyDv == 1;
-    if (failed(checkOption("exp2-poly", exp2Poly, -1, 8, "0..8")))
-      return failure();
-    if (exp2Poly > 0 && !useWgmma)
-      return op.emitOpError() << "exp2-poly=" << int64_t(exp2Poly)
-                              << " needs mma=wgmma";
-    int64_t polyOf8 = useWgmma ? std::max<int64_t>(exp2Poly, 0) : 0;
     if (failed(checkOption("trace-timeline", traceTimeline, 0, 1, "1")))
       return failure();
     if (traceTimeline == 1 && !tmaWgmma)
@@ -232,8 +226,7 @@ struct ConvertDashToGPUPass
     int64_t pBytes = bm * bn * 4;
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
-                            traceTimeline == 1, qFirst, dsStm, dvEarly,
-                            polyOf8};
+                            traceTimeline == 1, qFirst, dsStm, dvEarly};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -271,7 +264,6 @@ struct ConvertDashToGPUPass
       if (bm == 128)
         config.append("early_dv", b.getBoolAttr(dvEarly));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
-      config.append("exp2_poly", b.getI64IntegerAttr(polyOf8));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma) {
         config.append("early_kv", b.getBoolAttr(kvEarly));

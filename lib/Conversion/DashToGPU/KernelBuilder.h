@@ -373,33 +373,6 @@ struct Kernel {
                b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{x})
         .getResult(0);
   }
-  /// exp2(x) for x <= ~0 without the MUFU pipe (9 FMA-pipe and integer
-  /// instructions): x clamped to -126, t = x + 1.5 * 2^23 rounds it to the
-  /// integer j in t's low mantissa bits, f = x - j in [-0.5, 0.5], 2^f by a
-  /// degree-3 polynomial (relative error 7.5e-5, far below bf16's 2^-9;
-  /// coefficients fitted to the relative error), and 2^j added to its
-  /// exponent as (bits(t) << 23) = j << 23 (mod 2^32). Below -126 the
-  /// result is <= 2^-126 instead of 0 (ex2.approx.ftz: 0).
-  Value exp2Poly(Value x) {
-    auto f32 = [&](double v) {
-      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v))
-          .getResult();
-    };
-    auto i32 = b.getI32Type();
-    Value xc = arith::MaxNumFOp::create(b, loc, x, f32(-126.0));
-    Value t = arith::AddFOp::create(b, loc, xc, f32(12582912.0));
-    Value j = arith::SubFOp::create(b, loc, t, f32(12582912.0));
-    Value f = arith::SubFOp::create(b, loc, xc, j);
-    Value p = f32(0.0551716685295105);
-    for (double c : {0.2426111400127411, 0.6932609677314758, 0.9999280571937561})
-      p = LLVM::FMAOp::create(b, loc, p, f, f32(c));
-    Value exp = arith::ShLIOp::create(
-        b, loc, arith::BitcastOp::create(b, loc, i32, t),
-        arith::ConstantIntOp::create(b, loc, i32, 23));
-    Value bits = arith::AddIOp::create(
-        b, loc, arith::BitcastOp::create(b, loc, i32, p), exp);
-    return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
-  }
 };
 
 inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
@@ -520,9 +493,6 @@ struct WgmmaConfig {
   /// 128-row Q tiles: dV issued before the dS pass, which reads P back from
   /// its bf16 pairs (early-dv=1).
   bool earlyDvWide = false;
-  /// exp2-poly: N of every 8 accumulator values of the exp2 pass by
-  /// KernelBuilder::exp2Poly (the FMA pipe), the rest by ex2.approx.
-  int64_t exp2Poly = 0;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -309,17 +309,13 @@ void WgmmaMain::emitMma() {
               Value qc = colOf(r);
               // One FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2:
               // the accumulator is S - lse_log2 / c, one FMUL).
-              Value x =
+              Value p = k.exp2(
                   lseAcc ? g.mul(w.elem(S, r), scaleLog2)
                          : LLVM::FMAOp::create(
                                b, loc, w.elem(S, r), scaleLog2,
                                arith::NegFOp::create(
                                    b, loc, statOf(lseV, lseBase, r)))
-                               .getResult();
-              // exp2-poly: registers r with (N r) % 8 < N (spread over the
-              // pass) take the FMA pipe, so it and the MUFU pipe share it.
-              const int64_t n = config.exp2Poly;
-              Value p = (n * r) % 8 < n ? k.exp2Poly(x) : k.exp2(x);
+                               .getResult());
               if (masked) { // 32-bit: positions are below S < 2^31
                 Value gq = g.add(m.q0, w.i32of(qc));
                 Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));

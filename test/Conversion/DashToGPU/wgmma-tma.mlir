@@ -317,18 +317,6 @@
 // reducer warp, which waits for each part (FULL barriers 3 and 5, constant
 // ids), adds it, and frees both (EMPTY 2 and 4).
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c160_i32
-// exp2-poly=N: N of every 8 values of the exp2 pass (registers r with N r %
-// 8 < N) by a polynomial on the FMA pipe instead of ex2.approx on the MUFU
-// pipe: x clamped at -126, rounded to the integer j by adding and
-// subtracting 1.5 * 2^23, 2^(x - j) by three FMAs, j << 23 added to its
-// bits. At D = 64 with N = 3: 24 of the 64 values per branch of the pass
-// (masked, unmasked), 40 by ex2.approx. The default, 0, keeps all on MUFU.
-// Bad values and non-wgmma kernels are refused.
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=exp2-poly=3" --canonicalize --cse | FileCheck %s --check-prefix=POLY
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=exp2-poly=3" --canonicalize --cse | FileCheck %s --check-prefix=POLYEX2
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=POLY0
-// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=exp2-poly=9" 2>&1 | FileCheck %s --check-prefix=POLYBAD
-// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync exp2-poly=1" 2>&1 | FileCheck %s --check-prefix=POLYSYNC
 // DQ1-NEXT: } else {
 // DQ1: arith.cmpi slt, %thread_id_x, %c288 : index
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c3_i32, %c160_i32
@@ -520,28 +508,3 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // EDV0: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // EDVD128: error: 'dash.scheduled_attention_bwd' op early-dv=1 needs mma=wgmma with 128-row Q tiles (64-row tiles issue dV early anyway)
 // EDVBAD: error: 'dash.scheduled_attention_bwd' op early-dv must be 0 or 1, or -1 for the default (got 2)
-
-// POLY: exp2_poly = 3 : i64
-// POLY: gpu.func @dash_bwd_main(
-// POLY: %[[X:.*]] = llvm.intr.fma(%{{.*}}, %{{.*}}, %{{.*}}) : (f32, f32, f32) -> f32
-// POLY-NEXT: %[[XC:.*]] = arith.maxnumf %[[X]], %[[LO:.*]] : f32
-// POLY-NEXT: %[[T:.*]] = arith.addf %[[XC]], %[[M:.*]] : f32
-// POLY-NEXT: %[[J:.*]] = arith.subf %[[T]], %[[M]] : f32
-// POLY-NEXT: %[[F:.*]] = arith.subf %[[XC]], %[[J]] : f32
-// POLY-NEXT: %[[P1:.*]] = llvm.intr.fma(%{{.*}}, %[[F]], %{{.*}})
-// POLY-NEXT: %[[P2:.*]] = llvm.intr.fma(%[[P1]], %[[F]], %{{.*}})
-// POLY-NEXT: %[[P3:.*]] = llvm.intr.fma(%[[P2]], %[[F]], %{{.*}})
-// POLY-NEXT: %[[TB:.*]] = arith.bitcast %[[T]] : f32 to i32
-// POLY-NEXT: %[[E:.*]] = arith.shli %[[TB]], %c23_i32 : i32
-// POLY-NEXT: %[[PB:.*]] = arith.bitcast %[[P3]] : f32 to i32
-// POLY-NEXT: %[[R:.*]] = arith.addi %[[PB]], %[[E]] : i32
-// POLY-NEXT: arith.bitcast %[[R]] : i32 to f32
-// POLY-COUNT-47: arith.maxnumf
-// POLY-NOT: arith.maxnumf
-// POLYEX2-COUNT-80: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// POLYEX2-NOT: ex2.approx
-// POLY0: exp2_poly = 0 : i64
-// POLY0-NOT: arith.maxnumf
-// POLY0-COUNT-128: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// POLYBAD: error: 'dash.scheduled_attention_bwd' op exp2-poly must be 0..8, or -1 for the default (got 9)
-// POLYSYNC: error: 'dash.scheduled_attention_bwd' op exp2-poly=1 needs mma=wgmma
