@@ -29,6 +29,13 @@ METRICS = [
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
 ]
+# Shared-memory bank traffic of every client (LSU, wgmma operand reads,
+# TMA, bulk copies): whether a main kernel is bound by shared-memory
+# bandwidth (bench/NOTES.md section 20). Dropped if this ncu lacks them.
+BANK_METRICS = [
+    "l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed",
+]
 
 
 def flops(d, mask, s):
@@ -83,9 +90,18 @@ def duration_us(unit):
 
 def ncu_kernels(d, mask, s, det):
     """{kernel: {metric: value}} of the second call's three launches."""
+    try:
+        return ncu_run(d, mask, s, det, METRICS + BANK_METRICS)
+    except RuntimeError as e:
+        print("kernel_times: without the bank metrics (%s)" % str(e).splitlines()[0],
+              file=sys.stderr)
+        return ncu_run(d, mask, s, det, METRICS)
+
+
+def ncu_run(d, mask, s, det, metrics):
     cmd = ["ncu", "--clock-control", "none", "--csv", "--kernel-name",
            "regex:dash_bwd", "--launch-skip", "3", "--launch-count", "3",
-           "--metrics", ",".join(METRICS), sys.executable,
+           "--metrics", ",".join(metrics), sys.executable,
            os.path.join(HERE, "profile_cell.py"), "--d", str(d), "--mask", mask,
            "--s", str(s), "--det", str(det), "--calls", "2"]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -132,14 +148,16 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     print("\n| d | mask | s | call ms | queued ms | host us | pre us | main us | post us | gap us | call TF/s"
-          " | main TF/s | tensor % | smem % |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " | main TF/s | tensor % | smem % | bank rd % | bank wr % |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         u, m = r["kernels_us"], r["main_metrics"]
-        print("| %d | %s | %d | %.3f | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f | %.0f |" % (
-            r["d"], r["mask"], r["s"], r["call_ms"], r["queued_ms"], r["host_us"], u.get("preprocess", 0), u.get("main", 0),
-            u.get("postprocess", 0), r["gap_us"], r["call_tflops"], r["main_tflops"] or 0,
-            m.get(METRICS[1], 0), m.get(METRICS[2], 0)))
+        print("| %d | %s | %d | %.3f | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f | %.0f"
+              " | %s | %s |" % (
+                  r["d"], r["mask"], r["s"], r["call_ms"], r["queued_ms"], r["host_us"],
+                  u.get("preprocess", 0), u.get("main", 0), u.get("postprocess", 0), r["gap_us"],
+                  r["call_tflops"], r["main_tflops"] or 0, m.get(METRICS[1], 0), m.get(METRICS[2], 0),
+                  *("%.0f" % m[x] if x in m else "-" for x in BANK_METRICS)))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(rows, fh, indent=1)
