@@ -8,17 +8,19 @@ backends, and FlexAttention (compiled once per shape, dynamic=False).
 Backward only (our pre/postprocess kernels included), median of >= 30 timed
 runs after warm-up, each its GPU time after an L2 flush, as triton's
 do_bench (a round is queued behind a GPU-side sleep so the host runs ahead;
---timing sync puts a synchronize after every call instead), the implementations of a cell timed round-robin (one
-call of each per round: drift shifts them alike; rounds ordered so each runs
-after every other equally often, bench/round_order.py), TFLOP/s = 10*b*h*s*s*d / t (full) or half (causal),
-a bitwise-determinism column for every implementation, workspace bytes and
-peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists);
+--timing sync puts a synchronize after every call instead), the
+implementations of a cell timed round-robin (one call of each per round:
+drift shifts them alike; rounds ordered so each runs after every other
+equally often, bench/round_order.py), TFLOP/s = 10*b*h*s*s*d / t (full) or
+half (causal), a bitwise-determinism column for every implementation,
+workspace bytes and peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists);
 its meta names the commit: --commit, $DASH_COMMIT, or else the one
 scripts/aot recorded in the kernels' manifests (bench/source_commit.py).
 
   PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
       [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
-      [--all-policies] [--no-flex] [--commit SHA] [--variant NAME=DIR]...
+      [--all-policies] [--no-flex] [--timing queued|sync] [--commit SHA]
+      [--variant NAME=DIR]...
 
 --variant NAME=DIR also times the kernel set in DIR in the same rounds (a
 same-call A/B: rows dash-SCHEDULE-{det,nondet}@NAME).
@@ -64,7 +66,7 @@ def timed_interleaved(fns, runs, warmup=3, queued=True):
     every call (a 256 MB memset, untimed). With a synchronize after every
     call (queued=False, the method before 2026-12-02) each short call also
     carried the host's launch path -- PyTorch's autograd and cuDNN frontend,
-    our ctypes front end -- and cuDNN lost up to 23% at s = 2048
+    our ctypes front end -- and cuDNN read ~25% low at s = 2048
     (bench/NOTES.md section 20). Also returns how many rounds the GPU had
     finished before the host had queued them (then some call may include
     host time; 0 expected)."""

@@ -46,7 +46,8 @@ def flops(d, mask, s):
 
 def time_call(d, mask, s, det, runs):
     """(median ms of whole calls timed one at a time, the GPU idle at each
-    start as in bench/attention_bwd.py, so the host's launch path counts;
+    start as in bench/attention_bwd.py --timing sync, so the host's launch
+    path counts;
     mean ms of `runs` calls queued back to back, where it hides)."""
     import torch
     sys.path.insert(0, HERE)
