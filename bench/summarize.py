@@ -117,12 +117,29 @@ def main():
     args = ap.parse_args()
     try:
         with open(args.results) as f:
-            results = json.load(f)["results"]
-    except (OSError, ValueError, KeyError) as e:
+            doc = json.load(f)
+        results = doc["results"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
         print("summarize: cannot read %s: %s" % (args.results, e), file=sys.stderr)
         return 2
+    print(clock_line(doc.get("meta") or {}))
     print(summarize(results, load_anchors(args.anchors)))
     return 0
+
+
+def clock_line(meta):
+    """How the run's calls were timed (bench/attention_bwd.py --timing): the
+    sweeps before 2026-12-02 synchronized after every call, which put the
+    host's launch path into short calls and read cuDNN up to ~25% low
+    (bench/NOTES.md section 20)."""
+    timing = meta.get("timing") or ""
+    if timing == "queued":
+        return "clock: each call's GPU time (queued, L2 flushed: do_bench's method)\n"
+    if timing.startswith("queued"):  # a draft of that method
+        return "clock: each call's GPU time (%s)\n" % timing
+    return ("clock: a synchronize after every call -- the host's launch path is in "
+            "every figure and ratios to cuDNN read up to ~9% high at short calls "
+            "(bench/NOTES.md section 20)\n")
 
 
 if __name__ == "__main__":

@@ -68,3 +68,17 @@ def test_unreadable_results_exit_2(tmp_path):
     assert p.returncode == 2
     assert "cannot read" in p.stderr
     assert p.stdout == ""
+
+
+def test_clock_is_named(tmp_path):
+    # A run without the timing field predates the queued clock: flagged.
+    for meta, want in [({}, "synchronize after every call"),
+                       ({"timing": "sync"}, "synchronize after every call"),
+                       ({"timing": "queued"}, "each call's GPU time")]:
+        f = tmp_path / "r.json"
+        f.write_text(json.dumps({"meta": meta, "results": _results()}))
+        out = subprocess.run([sys.executable, SCRIPT, str(f), "--anchors", ""],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[0].startswith("clock: ")
+        assert want in out.stdout.splitlines()[0]
