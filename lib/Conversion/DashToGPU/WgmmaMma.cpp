@@ -354,8 +354,9 @@ void WgmmaMain::emitMma() {
           // pass reads P back from its bf16 pairs (the registers dV reads),
           // so P's f32 values die at the packing: 32 + 64 + 64 live values
           // instead of 64 + 32 + 64 + 64.
+          // (The pass sets earlyDvWide at 128-row tiles only.)
           const bool earlyDv = bm == 64 || config.earlyDvWide;
-          const bool pFromBf16 = bm != 64 && config.earlyDvWide;
+          const bool pFromBf16 = config.earlyDvWide;
           SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
