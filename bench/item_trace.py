@@ -16,6 +16,12 @@ cycles = a + t * steps over all items: t a step, a the per-walk fixed part),
 the epilogues, the gaps between an epilogue and the next walk (K/V and the
 first Q/dO in flight), the CTA's start before its first walk, and the tail
 (the CTA done while others still run).
+
+Kernels built with `--trace-timeline D=2` also stamp the phases of one step
+per item (the walk's step PHASE_STEP: each MMA warpgroup's thread 0 and the
+reducer lane of its hand-off); printed as the median cycle at which each
+phase is reached, from warpgroup 0's step top, and the median length of each
+phase (`--phases` is implied when the kernels wrote them).
 """
 import argparse
 import json
@@ -27,11 +33,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # convert-dash-to-gpu's TraceWord (lib/Conversion/DashToGPU/KernelBuilder.h)
-WORDS, ITEM0, ITEM_WORDS = 1024, 8, 9
-START_NS, START_CLK, END_NS, END_CLK, ITEMS, STEPS = range(6)
+WORDS, ITEM0, ITEM_WORDS = 2048, 8, 9
+START_NS, START_CLK, END_NS, END_CLK, ITEMS, STEPS, LEVEL = range(7)
 (WALK_START, WALK_END, EPI_END, LEN, KV_ISSUE, STEP0_READY, STEP0_END, STEP1_END,
  STEP0_ISSUE) = range(9)
-MAX_ITEMS = (WORDS - ITEM0) // ITEM_WORDS
+MAX_ITEMS = (1024 - ITEM0) // ITEM_WORDS
+# trace-timeline=2 (TracePhase): per item three slots of PHASE_SLOT words
+PHASE0, PHASE_STEP, PHASE_SLOT, PHASE_ITEM = 1024, 2, 16, 48
+PHASE_ITEMS = (WORDS - PHASE0) // PHASE_ITEM
+MMA_PHASES = ["top", "full_q", "issued", "s_done", "p_done", "dp_done", "ds_stored",
+              "dv_issued", "ds_barrier", "dq_dk_issued", "dq_done", "staging_free",
+              "handed_off", "end"]
+RED_PHASES = ["wait", "full", "rank", "full1", "read", "done"]
 
 
 def timeline_ctas(words):
@@ -61,10 +74,52 @@ def parse(words, ctas):
                               kv_issue=int(r[KV_ISSUE]), step0_ready=int(r[STEP0_READY]),
                               step0_end=int(r[STEP0_END]), step1_end=int(r[STEP1_END]),
                               step0_issue=int(r[STEP0_ISSUE])))
+        phases = []
+        if w[LEVEL] == 2:
+            for j in range(min(n, PHASE_ITEMS, len(items))):
+                if items[j]["len"] <= PHASE_STEP:
+                    continue
+                r = w[PHASE0 + j * PHASE_ITEM:PHASE0 + (j + 1) * PHASE_ITEM]
+                phases.append(dict(
+                    wg=[[int(x) for x in r[s * PHASE_SLOT:s * PHASE_SLOT + len(MMA_PHASES)]]
+                        for s in range(2)],
+                    red=[int(x) for x in r[2 * PHASE_SLOT:2 * PHASE_SLOT + len(RED_PHASES)]]))
         out.append(dict(start_ns=int(w[START_NS]), end_ns=int(w[END_NS]),
                         start_clk=int(w[START_CLK]), end_clk=int(w[END_CLK]),
-                        steps=int(w[STEPS]), items=items, n=n))
+                        steps=int(w[STEPS]), items=items, n=n, phases=phases))
     return out
+
+
+def analyse_phases(ctas, det):
+    """Median cycle of each phase from warpgroup 0's step top (per slot), and
+    the median length of each MMA phase (from the phase before it). Records
+    with a zero stamp (not written) are skipped; the reducer's rank and done
+    stamps only in deterministic kernels."""
+    red_used = [p for p in RED_PHASES if det or p not in ("rank", "done")]
+    at = {"wg0": {p: [] for p in MMA_PHASES}, "wg1": {p: [] for p in MMA_PHASES},
+          "reducer": {p: [] for p in red_used}}
+    length = {p: [] for p in MMA_PHASES[1:]}
+    for c in ctas:
+        for rec in c.get("phases", []):
+            stamps = rec["wg"][0] + rec["wg"][1] + [rec["red"][RED_PHASES.index(p)]
+                                                   for p in red_used]
+            if min(stamps) <= 0:
+                continue
+            t0 = rec["wg"][0][0]
+            if max(stamps) - t0 > 10 ** 6:  # not one step's record
+                continue
+            for s in range(2):
+                wg = rec["wg"][s]
+                for i, p in enumerate(MMA_PHASES):
+                    at["wg%d" % s][p].append(wg[i] - t0)
+                for i in range(1, len(MMA_PHASES)):
+                    length[MMA_PHASES[i]].append(wg[i] - wg[i - 1])
+            for p in red_used:
+                at["reducer"][p].append(rec["red"][RED_PHASES.index(p)] - t0)
+    med = lambda v: statistics.median(v) if v else None
+    return dict(records=len(at["wg0"]["top"]),
+                at={k: {p: med(v) for p, v in d.items()} for k, d in at.items()},
+                length={p: med(v) for p, v in length.items()})
 
 
 def analyse(ctas):
@@ -167,8 +222,11 @@ def main():
         if ctas == 0:
             sys.exit("item_trace: no timeline in O: are these trace-timeline kernels "
                      "(DASH_KERNEL_DIR)?")
-        r = analyse(parse(words, ctas))
+        parsed = parse(words, ctas)
+        r = analyse(parsed)
         r.update(d=d, mask=mask, s=s, det=args.det, schedule=args.schedule)
+        if any(c["phases"] for c in parsed):
+            r["phases"] = analyse_phases(parsed, args.det)
         rows.append(r)
         sh = r["shares"]
         print("d=%d %s s=%d det=%d: %d CTAs, %d items, span %.0f us at %.2f GHz; step %.0f cyc, "
@@ -185,6 +243,17 @@ def main():
               "step 1 %.0f, later steps %.0f each"
               % (fs["q_wait"], fs["producer"], fs["copies"], fs["step0"], fs["step1"],
                  fs["later"]))
+        if "phases" in r:
+            ph = r["phases"]
+            fmt = lambda v: "-" if v is None else "%.0f" % v
+            print("   step %d's phases (%d records; median cycle from warpgroup 0's top, "
+                  "median length):" % (PHASE_STEP, ph["records"]))
+            for p in MMA_PHASES:
+                print("     %-13s wg0 %6s  wg1 %6s  len %6s"
+                      % (p, fmt(ph["at"]["wg0"][p]), fmt(ph["at"]["wg1"][p]),
+                         fmt(ph["length"].get(p))))
+            print("     reducer: " + ", ".join("%s %s" % (p, fmt(v))
+                                              for p, v in ph["at"]["reducer"].items()))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=1)

@@ -57,3 +57,46 @@ def test_cta_count_stops_at_words_that_are_not_a_timeline():
     assert it.timeline_ctas(words) == 2
     assert it.timeline_ctas([0] * (2 * it.WORDS)) == 0
     assert it.timeline_ctas([]) == 0
+
+
+def with_phases(words, lens, wg_phase_len=100, wg1_lag=7, red_at=(50, 1400, 1500, 1600, 1700, 2500)):
+    """Level-2 words: each item's step-PHASE_STEP record, warpgroup 0's phases
+    wg_phase_len apart from its top at the item's walk start, warpgroup 1
+    wg1_lag later, the reducer's stamps at red_at from that top; items with
+    too short a walk get no record (their words hold O's garbage)."""
+    w = list(words)
+    w[it.LEVEL] = 2
+    for j, n in enumerate(lens):
+        base = it.PHASE0 + j * it.PHASE_ITEM
+        top = w[it.ITEM0 + j * it.ITEM_WORDS + it.WALK_START] + 3000
+        if n <= it.PHASE_STEP:
+            for k in range(it.PHASE_ITEM):
+                w[base + k] = 987654321987
+            continue
+        for s in range(2):
+            for i in range(len(it.MMA_PHASES)):
+                w[base + s * it.PHASE_SLOT + i] = top + i * wg_phase_len + s * wg1_lag
+        for i, t in enumerate(red_at):
+            w[base + 2 * it.PHASE_SLOT + i] = top + t
+    return w
+
+
+def test_phases_come_back_as_written_and_skip_short_walks():
+    lens = [3, 2, 8, 5]
+    words = with_phases(timeline(lens), lens)
+    ctas = it.parse(words, it.timeline_ctas(words))
+    assert len(ctas[0]["phases"]) == 3  # the 2-step walk has no step 2
+    ph = it.analyse_phases(ctas, det=1)
+    assert ph["records"] == 3
+    assert ph["at"]["wg0"]["end"] == 100 * (len(it.MMA_PHASES) - 1)
+    assert ph["at"]["wg1"]["top"] == 7 and ph["at"]["wg1"]["s_done"] == 307
+    assert all(v == 100 for v in ph["length"].values())
+    assert ph["at"]["reducer"] == dict(zip(it.RED_PHASES, (50, 1400, 1500, 1600, 1700, 2500)))
+    # non-deterministic kernels stamp no rank wait and no release
+    assert "rank" not in it.analyse_phases(ctas, det=0)["at"]["reducer"]
+
+
+def test_level_one_words_have_no_phases():
+    words = timeline([3, 8])
+    ctas = it.parse(words, it.timeline_ctas(words))
+    assert ctas[0]["phases"] == [] and it.analyse_phases(ctas, det=1)["records"] == 0

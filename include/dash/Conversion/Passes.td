@@ -145,7 +145,9 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "and the epilogue's end, and the producer's K/V and step-0 issues; "
            "globaltimer at the CTA's start and end) into O's buffer, which it "
            "never reads: the gradients stay right, O is overwritten "
-           "(bench/item_trace.py reads it)">,
+           "(bench/item_trace.py reads it); 2 also stamps the phases of one "
+           "step per item (products issued and complete, the exp2 and dS "
+           "passes, the barriers, the dQ hand-off and its reducer)">,
     Option<"debugSpinLimit", "debug-spin-limit", "int64_t", /*default=*/"0",
            "debug kernels: give up a semaphore wait after this many polls, "
            "record (unit, b, h, q, rank, seen, polls) in the extra `debug` "

@@ -174,12 +174,13 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "early-dv=1 needs mma=wgmma with 128-row Q "
                                  "tiles (64-row tiles issue dV early anyway)";
     bool dvEarly = useWgmma && bm == 128 && earlyDv == 1;
-    if (failed(checkOption("trace-timeline", traceTimeline, 0, 1, "1")))
+    if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
       return failure();
-    if (traceTimeline == 1 && !tmaWgmma)
-      return op.emitOpError() << "trace-timeline=1 needs mma=wgmma with "
-                                 "loads=tma (the producer's and the MMA "
-                                 "warps' item boundaries)";
+    if (traceTimeline != 0 && !tmaWgmma)
+      return op.emitOpError() << "trace-timeline=" << int64_t(traceTimeline)
+                              << " needs mma=wgmma with loads=tma (the "
+                                 "producer's and the MMA warps' item "
+                                 "boundaries)";
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
@@ -226,7 +227,8 @@ struct ConvertDashToGPUPass
     int64_t pBytes = bm * bn * 4;
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
-                            traceTimeline == 1, qFirst, dsStm, dvEarly};
+                            traceTimeline != 0, qFirst, dsStm, dvEarly,
+                            traceTimeline == 2};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -275,8 +277,8 @@ struct ConvertDashToGPUPass
         config.append("stats_in_acc", b.getI64IntegerAttr(statsAcc));
       if (kvSplit)
         config.append("wg_turns", b.getBoolAttr(turns));
-      if (traceTimeline == 1)
-        config.append("trace_timeline", b.getBoolAttr(true));
+      if (traceTimeline != 0)
+        config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }
     // TMA WGMMA kernels keep dq_accum in their staging order, whole tiles
     // (DqAccumLayout; the runtime pads its rows to block_m).

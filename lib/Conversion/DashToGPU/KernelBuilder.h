@@ -493,15 +493,20 @@ struct WgmmaConfig {
   /// 128-row Q tiles: dV issued before the dS pass, which reads P back from
   /// its bf16 pairs (early-dv=1).
   bool earlyDvWide = false;
+  /// trace-timeline=2: also clock64 at each phase of one step per item
+  /// (TracePhase) from each MMA warpgroup and the step's reducer.
+  bool tracePhases = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the
-/// CTA's first kTraceItems items kTraceItemWords words from kTraceItem0.
-/// Clocks are the SM's clock64 (comparable within a CTA), times globaltimer
-/// ns (comparable across CTAs).
+/// CTA's first kTraceItems items kTraceItemWords words from kTraceItem0;
+/// trace-timeline=2 kernels also write, for each of the first
+/// kTracePhaseItems items, the phases of its walk's step kTracePhaseStep
+/// (TracePhase) from kTracePhase0. Clocks are the SM's clock64 (comparable
+/// within a CTA), times globaltimer ns (comparable across CTAs).
 enum TraceWord : int64_t {
   kTraceStartNs, kTraceStartClock, kTraceEndNs, kTraceEndClock,
-  kTraceItems, kTraceSteps,
+  kTraceItems, kTraceSteps, kTraceLevel,
   kTraceItem0 = 8,
   // per item: MMA warps past FULL_KV, walk done, epilogue done, the item's
   // step count, the producer past EMPTY_KV, step 0 past FULL_Q, steps 0 and
@@ -510,8 +515,39 @@ enum TraceWord : int64_t {
   kTraceKVIssue, kTraceStep0Ready, kTraceStep0End, kTraceStep1End,
   kTraceStep0Issue, kTraceItemWords,
 };
-constexpr int64_t kTraceWords = 1024,
-                  kTraceMaxItems = (kTraceWords - kTraceItem0) / kTraceItemWords;
+/// trace-timeline=2: clock64 at the phases of one step, per item three
+/// slots of kTracePhaseSlotWords words: MMA warpgroups 0 and 1 (thread 0 of
+/// each), then the reducer lane that takes the step's dQ hand-off.
+enum TracePhase : int64_t {
+  // MMA warpgroup
+  kPhTop = 0,       // the step's top, before the FULL_Q wait
+  kPhFull,          // FULL_Q passed
+  kPhIssued,        // S^T and dP^T issued
+  kPhSDone,         // S^T complete (wait_group 1)
+  kPhPDone,         // P and its bf16 pairs (dV issued, 64-row tiles)
+  kPhDpDone,        // dP^T complete
+  kPhDsStored,      // dS^T in shared memory, fenced
+  kPhDvIssued,      // dV issued (128-row tiles; else as kPhDsStored)
+  kPhDsBarrier,     // both warpgroups' dS^T (the barrier before dQ)
+  kPhDqDkIssued,    // dQ and dK issued
+  kPhDqDone,        // dQ complete (wait_group 1)
+  kPhStagingFree,   // the staging buffer's EMPTY barrier passed
+  kPhHandedOff,     // the dQ part stored, fenced, FULL arrived
+  kPhEnd,           // dK complete, the stage released
+  // reducer
+  kPhRedWait = 0,   // before the hand-off's FULL barrier
+  kPhRedFull,       // part 0 in (FULL passed)
+  kPhRedRank,       // the row's semaphore reached the rank (deterministic)
+  kPhRedFull1,      // part 1 in
+  kPhRedRead,       // both adds issued and read: the buffer is free
+  kPhRedDone,       // the adds complete, the row released (deterministic)
+};
+constexpr int64_t kTraceWords = 2048,
+                  kTraceMaxItems = (1024 - kTraceItem0) / kTraceItemWords,
+                  kTracePhase0 = 1024, kTracePhaseStep = 2,
+                  kTracePhaseSlotWords = 16, kTracePhaseItemWords = 48,
+                  kTracePhaseItems =
+                      (kTraceWords - kTracePhase0) / kTracePhaseItemWords;
 /// Shared memory of the main kernel.
 int64_t wgmmaSharedBytes(int64_t d, int64_t bm, const WgmmaConfig &config);
 void buildMainWgmma(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,

@@ -72,7 +72,7 @@ WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
     : b(b), loc(loc), op(op), D(D), config(config), tma(config.tma),
       earlyKV(config.earlyKV), split(config.dqKvSplit), turns(config.wgTurns),
       dpsAcc(config.statsInAcc >= 1), lseAcc(config.statsInAcc >= 2),
-      traced(config.traceTimeline),
+      traced(config.traceTimeline), phases(config.tracePhases),
       dsBufs(config.dsBufs), guard(b),
       k(b, loc, "dash_bwd_main", argTypes, kWgmmaThreads, spinLimit),
       bm(op.getTiling().getBlockM()), dqBufs(config.dqBufs),
@@ -131,6 +131,26 @@ void WgmmaMain::traceAtStep(Value step, int64_t s, int64_t word, Value item) {
   g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step,
                                g.idx(s)),
          [&] { trace(word, clock(), item); });
+}
+
+void WgmmaMain::tracePhase(Value step, Value item, Value slot, Value who,
+                           int64_t phase) {
+  if (!phases)
+    return;
+  Value on = g.andI(g.andI(who, arith::CmpIOp::create(
+                                    b, loc, arith::CmpIPredicate::eq, step,
+                                    g.idx(kTracePhaseStep))),
+                    g.lt(item, g.idx(kTracePhaseItems)));
+  Value rec = g.minIdx(item, g.idx(kTracePhaseItems - 1));
+  Value idx = g.add(
+      g.add(g.mul(unit, g.idx(kTraceWords)), g.idx(kTracePhase0 + phase)),
+      g.add(g.mul(rec, g.idx(kTracePhaseItemWords)),
+            g.mul(slot, g.idx(kTracePhaseSlotWords))));
+  // (InlinePtxOp reads `%` as an operand mark: the clock comes in as one.)
+  w.ptx("{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n@p st.global.b64 [$0], "
+        "$2;\n}",
+        {w.linearPtr(kO, w.i32of(idx), 8, 1),
+         arith::ExtUIOp::create(b, loc, w.i32, on), clock()});
 }
 
 Value WgmmaMain::clock() {

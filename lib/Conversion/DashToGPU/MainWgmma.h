@@ -51,6 +51,13 @@ struct WgmmaMain {
   void trace(int64_t word, Value v, Value item = Value());
   /// trace(word, clock(), item) when `step` is `s` (step events of a walk).
   void traceAtStep(Value step, int64_t s, int64_t word, Value item);
+  /// trace-timeline=2: clock64 into phase word `phase` of slot `slot` (0, 1:
+  /// MMA warpgroups, 2: the reducer; TracePhase) of `item`'s record, by the
+  /// threads where `who` (i1) holds, at step kTracePhaseStep only. Read and
+  /// stored by one predicated inline-PTX store, no branch, so the MMA
+  /// warps' code around it keeps its shape.
+  void tracePhase(Value step, Value item, Value slot, Value who,
+                  int64_t phase);
   Value clock();
   Value nanoseconds();
 
@@ -82,6 +89,7 @@ struct WgmmaMain {
   // use, 32 of each per thread and step).
   const bool dpsAcc, lseAcc;
   const bool traced;
+  const bool phases;
   const int64_t dsBufs;
   OpBuilder::InsertionGuard guard;
   Kernel k;

@@ -147,6 +147,17 @@ void WgmmaMain::emitMma() {
           tid = w.opaque(tidMma);
           w.base = w.opaque(window);
           threadValues(tid);
+          // trace-timeline=2: thread 0 of each warpgroup stamps the phases
+          // of the walk's step kTracePhaseStep.
+          Value phaseWho =
+              phases ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             g.rem(tid, g.idx(128)), g.idx(0))
+                           .getResult()
+                     : Value();
+          auto phase = [&](int64_t p) {
+            tracePhase(step, it.index, wg, phaseWho, p);
+          };
+          phase(kPhTop);
           Value qt, buf;
           if (tma) {
             // Stage n % 2 of the unit's step n holds this step's tiles and
@@ -161,6 +172,7 @@ void WgmmaMain::emitMma() {
                        g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
             traceThread(
                 [&] { traceAtStep(step, 0, kTraceStep0Ready, it.index); });
+            phase(kPhFull);
             qt = arith::IndexCastOp::create(
                 b, loc, b.getIndexType(),
                 LLVM::LoadOp::create(b, loc, w.i32, w.stepTileSlot(buf), 4));
@@ -275,7 +287,9 @@ void WgmmaMain::emitMma() {
           if (dpsAcc && !dpsInit)
             dpsInit = accStart(dpsBase, Value());
           Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc);
+          phase(kPhIssued);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+          phase(kPhSDone);
           if (turns)
             w.barArrive(turnBarrier(g.sub(g.idx(1), wg)), kMmaThreads);
 
@@ -372,12 +386,14 @@ void WgmmaMain::emitMma() {
                 w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
           if (earlyDv)
             issueDv();
+          phase(kPhPDone);
           // dPsum while dP^T finishes (earlier, it would outlive the
           // registers).
           if (statsAhead && !dpsAcc)
             dpsV = loadStats(dpsBase);
           // S^T, dP^T done (dV may still run).
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : 0);
+          phase(kPhDpDone);
           // TMA kernels: the other warpgroup's dQ of the previous step reads
           // all of dS^T; it has completed once that warpgroup reaches this
           // barrier (cp.async kernels pass the same point at the step top).
@@ -454,8 +470,10 @@ void WgmmaMain::emitMma() {
             }
           }
           w.fenceAsyncShared();
+          phase(kPhDsStored);
           if (!earlyDv)
             issueDv();
+          phase(kPhDvIssued);
 
           // dQ = dS K (K = 128) once both warpgroups' dS^T rows are in
           // shared memory, then dK += dS^T Q (K = 64 Q rows; A in registers,
@@ -470,6 +488,7 @@ void WgmmaMain::emitMma() {
                       128);
           else
             w.barSync(kBarMma, kMmaThreads);
+          phase(kPhDsBarrier);
           qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           // The dQ accumulators: this warpgroup's rows or columns of the
@@ -508,7 +527,9 @@ void WgmmaMain::emitMma() {
             accK = w.wgmmaRS(accK, aS, w.descAt(qd, kk * 16 * 128), D);
           }
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+          phase(kPhDqDkIssued);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+          phase(kPhDqDone);
           // Early K/V release: dQ was the item's last read of K and V (dK
           // reads Q and registers), so the producer may load the next item's
           // while this one hands over its last dQ and writes dK/dV.
@@ -599,6 +620,7 @@ void WgmmaMain::emitMma() {
             }
           } else {
             w.barSync(bufBarrier(kBarEmpty, qbuf, wg), kHandOffThreads);
+            phase(kPhStagingFree);
             Value dq = dqs[0];
             Value rowBase = dqByRows ? wgRows : g.idx(0);
             Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
@@ -625,6 +647,7 @@ void WgmmaMain::emitMma() {
             if (tma)
               writeHandOff();
             w.barArrive(bufBarrier(kBarFull, qbuf, wg), kHandOffThreads);
+            phase(kPhHandedOff);
           }
           // dK done before the step ends: its B is this step's Q buffer,
           // which the producer refills once every MMA thread has arrived on
@@ -637,6 +660,7 @@ void WgmmaMain::emitMma() {
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           if (tma) // this thread is done with the stage
             w.mbarArrive(w.mbar(kEmptyQ, buf));
+          phase(kPhEnd);
           for (int64_t s0 = 0; s0 < 2; ++s0)
             traceThread([&] {
               traceAtStep(step, s0, kTraceStep0End + s0, it.index);
@@ -789,6 +813,7 @@ void WgmmaMain::emitMma() {
     trace(kTraceEndNs, nanoseconds());
     trace(kTraceEndClock, clock());
     trace(kTraceSteps, unitSteps);
+    trace(kTraceLevel, g.idx(phases ? 2 : 1));
   });
   (void)ctx;
 

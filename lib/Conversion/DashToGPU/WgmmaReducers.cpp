@@ -61,6 +61,12 @@ void WgmmaMain::emitReducers() {
       g.when(
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, buf, mine),
           [&] {
+            // trace-timeline=2: lane 0 stamps the hand-off of the walk's
+            // step kTracePhaseStep (slot 2).
+            auto phase = [&](int64_t p) {
+              tracePhase(step, it.index, g.idx(2), lane0, p);
+            };
+            phase(kPhRedWait);
             // TMA kernels: the hand-off carries its Q tile and rank (read
             // after FULL); cp.async kernels evaluate the schedule here.
             Value qt, rank, rank32;
@@ -73,6 +79,7 @@ void WgmmaMain::emitReducers() {
             // is in (MMA thread 0 wrote them before its FULL arrival).
             w.barSync(bufBarrier(kBarFull, buf, g.idx(split ? 1 : 0)),
                       kHandOffThreads);
+            phase(kPhRedFull);
             if (!tma) {
               w.barSync(bufBarrier(kBarFull, buf, g.idx(1)),
                         kHandOffThreads);
@@ -139,12 +146,14 @@ void WgmmaMain::emitReducers() {
                   w.syncWarp();
                   w.barSync(bufBarrier(kBarFull, buf, g.idx(1)),
                             kHandOffThreads);
+                  phase(kPhRedFull1);
                 }
                 g.when(lane0, [&] {
                   if (det && part == 0) {
                     k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
                     NVVM::FenceProxyOp::create(
                         b, loc, NVVM::ProxyKind::async_global, nullptr);
+                    phase(kPhRedRank);
                   }
                   Value dst = w.linearPtr(kDqAcc, tile, L.dQBytes(), 1);
                   if (part == 1)
@@ -164,6 +173,7 @@ void WgmmaMain::emitReducers() {
                 });
               }
               w.syncWarp();
+              phase(kPhRedRead);
               emptyParts([&](Value wgPart) {
                 w.barArrive(bufBarrier(kBarEmpty, buf, wgPart),
                             kHandOffThreads);
@@ -174,6 +184,7 @@ void WgmmaMain::emitReducers() {
                   NVVM::FenceProxyOp::create(
                       b, loc, NVVM::ProxyKind::async_global, nullptr);
                   k.releaseBy(semPtr);
+                  phase(kPhRedDone);
                 });
               return;
             }
