@@ -31,11 +31,13 @@ using namespace mlir::dash::detail;
 namespace {
 /// Groups of rows a warp has in flight (each lane 16 bytes of each tensor
 /// per group), at two CTAs per SM (buildRowKernel). H200, b * s = 16k, h * d
-/// = 2048 (bench/kernel_times.py, bench/NOTES.md section 16): two groups at
-/// two CTAs took the preprocess to 52-53 us and the postprocess to 50-54 us,
-/// from 111-175 and 58-88 us (one warp per row, four rows in flight) and
-/// 85 and 65-68 us (two and four groups, one CTA per SM at 104-116
-/// registers).
+/// = 2048 (bench/kernel_times.py, bench/NOTES.md sections 16 and 21): two
+/// groups at two CTAs took the preprocess to 52-53 us and the postprocess to
+/// 50-54 us, from 111-175 and 58-88 us (one warp per row, four rows in
+/// flight) and 85 and 65-68 us (two and four groups, one CTA per SM at
+/// 104-116 registers); with every group's loads unconditional and the
+/// activations held packed until their use, 47-48 us (three groups: 46-47
+/// with a few spills at 80 registers; four: 58-59, spilling).
 constexpr int64_t kPreGroupsInFlight = 2;
 constexpr int64_t kPostGroupsInFlight = 2;
 
@@ -62,14 +64,20 @@ struct RowAccess {
   Value col(Value lane) { return k.g.mul(lane, k.g.idx(V)); }
   unsigned bytes(Type t) { return V * t.getIntOrFloatBitWidth() / 8; }
   /// The lane's V elements as f32.
-  Value load(Value mem, ValueRange idx) {
+  Value load(Value mem, ValueRange idx) { return widen(loadRaw(mem, idx)); }
+  /// The lane's V elements in the memref's element type: a row kernel with
+  /// several groups' loads in flight holds them packed until their use
+  /// (16 bytes of 2-byte activations are 4 registers, as f32 8).
+  Value loadRaw(Value mem, ValueRange idx) {
     Type t = cast<MemRefType>(mem.getType()).getElementType();
-    Value v = vector::LoadOp::create(b, loc, vec(t), mem, idx,
-                                     /*nontemporal=*/false,
-                                     llvm::Align(bytes(t)));
-    if (!t.isF32())
-      v = arith::ExtFOp::create(b, loc, vec(b.getF32Type()), v);
-    return v;
+    return vector::LoadOp::create(b, loc, vec(t), mem, idx,
+                                  /*nontemporal=*/false,
+                                  llvm::Align(bytes(t)));
+  }
+  Value widen(Value v) {
+    if (cast<VectorType>(v.getType()).getElementType().isF32())
+      return v;
+    return arith::ExtFOp::create(b, loc, vec(b.getF32Type()), v);
   }
   /// Stores V f32 values, rounded to the memref's element type.
   void store(Value v, Value mem, ValueRange idx) {
@@ -182,25 +190,12 @@ void warpRows(Kernel &k, const RowAccess &row, Value d0, Value d1, Value d2,
         SmallVector<SmallVector<Value>> rows;
         for (int64_t u = 0; u < unroll; ++u)
           rows.push_back(coords(u));
-        SmallVector<SmallVector<Value>> loaded{
-            load(rows[0][0], rows[0][1], rows[0][2], rowLane)};
-        SmallVector<Type> types;
-        for (Value v : loaded[0])
-          types.push_back(v.getType());
-        for (int64_t u = 1; u < unroll; ++u) {
-          auto ifValid = scf::IfOp::create(b, loc, types, valid[u], true);
-          OpBuilder::InsertionGuard lg(b);
-          b.setInsertionPointToStart(&ifValid.getThenRegion().front());
-          scf::YieldOp::create(
-              b, loc, load(rows[u][0], rows[u][1], rows[u][2], rowLane));
-          b.setInsertionPointToStart(&ifValid.getElseRegion().front());
-          SmallVector<Value> zeros;
-          for (Type t : types)
-            zeros.push_back(arith::ConstantOp::create(
-                b, loc, cast<TypedAttr>(b.getZeroAttr(t))));
-          scf::YieldOp::create(b, loc, zeros);
-          loaded.push_back(SmallVector<Value>(ifValid.getResults()));
-        }
+        // Every group's loads go out before any group is finished; a group
+        // past the row space reads the last row (in bounds) and is not
+        // finished, so the loads need no branch.
+        SmallVector<SmallVector<Value>> loaded;
+        for (int64_t u = 0; u < unroll; ++u)
+          loaded.push_back(load(rows[u][0], rows[u][1], rows[u][2], rowLane));
         for (int64_t u = 0; u < unroll; ++u) {
           auto body = [&] {
             finish(rows[u][0], rows[u][1], rows[u][2], rowLane, loaded[u]);
@@ -318,13 +313,14 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
         k, row, B, H, Sq, kPreGroupsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
           Value col = row.col(lane);
-          return SmallVector<Value>{row.load(k.arg(kDO), {bb, s, h, col}),
-                                    row.load(k.arg(kO), {bb, s, h, col}),
+          return SmallVector<Value>{row.loadRaw(k.arg(kDO), {bb, s, h, col}),
+                                    row.loadRaw(k.arg(kO), {bb, s, h, col}),
                                     g.load(k.arg(kLse), {bb, h, s})};
         },
         [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
           Value col = row.col(lane);
-          Value prod = arith::MulFOp::create(b, loc, in[0], in[1]);
+          Value prod = arith::MulFOp::create(b, loc, row.widen(in[0]),
+                                             row.widen(in[1]));
           Value part = vector::ExtractOp::create(b, loc, prod, 0);
           for (int64_t i = 1; i < row.V; ++i)
             part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));

@@ -31,10 +31,16 @@
 // CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[ROW]], %[[TOTAL]] : index
 // CHECK-NEXT: arith.select %[[IN]]
 // CHECK: %[[COL:.*]] = arith.muli %[[RL]], %c8 : index
-// CHECK: vector.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
-// CHECK: vector.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
-// The second group's loads, only inside the row space.
-// CHECK: scf.if %{{.*}} -> (vector<8xf32>, vector<8xf32>, f32) {
+// Both groups' loads go out unconditionally (a group past the row space reads
+// the last row), held packed until their use.
+// CHECK: %[[DO0:.*]] = vector.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
+// CHECK-NEXT: %[[O0:.*]] = vector.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
+// CHECK-NEXT: memref.load %arg5
+// CHECK-NEXT: vector.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
+// CHECK-NEXT: vector.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
+// CHECK-NEXT: memref.load %arg5
+// CHECK-NEXT: arith.extf %[[DO0]] : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT: arith.extf %[[O0]] : vector<8xbf16> to vector<8xf32>
 // dPsum: the lane's 8 products, then a butterfly over the row's 16 lanes.
 // CHECK-NOT: gpu.shuffle  xor %{{.*}}, %c16_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32, %c32_i32 : f32
@@ -95,8 +101,8 @@
 // CHECK: %[[ROW:.*]] = arith.addi %[[Q0]], %[[FR]] : index
 // CHECK: %[[COL:.*]] = arith.andi %[[F]], %c127 : index
 // CHECK: vector.load %arg9[%{{.*}}, %{{.*}}, %[[ROW]], %[[COL]]] {alignment = 32 : i64} : memref<?x?x?x128xf32>, vector<8xf32>
-// CHECK: scf.if %{{.*}} -> (vector<8xf32>) {
 // CHECK-NOT: scf.if %{{.*}} -> (vector<8xf32>) {
+// CHECK: vector.load %arg9
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK: vector.store %{{.*}}, %arg6[{{.*}}] {alignment = 16 : i64}
@@ -130,16 +136,20 @@
 // TOPLEFT-NEXT: scf.if %[[SK0]] {
 
 // D = 64: 8 lanes per row, four rows per warp; two groups per iteration,
-// the second's loads only inside the row space, then the math and stores of
-// each.
+// both groups' loads first (no branch), then the math and stores of each
+// (the second's only inside the row space).
 // D64: gpu.func @dash_bwd_preprocess
 // D64: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
 // D64-NEXT: arith.remui %[[LANE]], %c8 : index
 // D64-NEXT: arith.divui %[[LANE]], %c8 : index
 // D64: vector.load %arg4[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x64xbf16, {{.*}}>, vector<8xbf16>
-// D64-COUNT-1: scf.if %{{.*}} -> (vector<8xf32>, vector<8xf32>, f32) {
-// D64: } else {
-// D64-NEXT: scf.yield %cst{{.*}}, %cst{{.*}}, %cst{{.*}} : vector<8xf32>, vector<8xf32>, f32
+// D64-NEXT: vector.load %arg3
+// D64-NEXT: memref.load %arg5
+// D64-NEXT: vector.load %arg4
+// D64-NEXT: vector.load %arg3
+// D64-NEXT: memref.load %arg5
+// D64-NOT: vector.load
+// D64: scf.if %{{.*}} {
 // D64-NOT: vector.load
 // D64-NOT: gpu.shuffle  xor %{{.*}}, %c8_i32
 // D64: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
@@ -153,8 +163,8 @@
 // D64: arith.shli %[[PART]], %c12 : index
 // D64: arith.shli %[[RP]], %c3 : index
 // D64: vector.load %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x64xf32>, vector<8xf32>
-// D64: scf.if %{{.*}} -> (vector<8xf32>) {
 // D64-NOT: scf.if %{{.*}} -> (vector<8xf32>) {
+// D64: vector.load %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x64xf32>, vector<8xf32>
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
 func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
