@@ -118,6 +118,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "back from its bf16 pairs; 0 issues dV after the dS pass (P's f32 "
            "values, its bf16 pairs and dP^T would not fit together); -1: the "
            "default. 64-row tiles always issue dV early">,
+    Option<"earlySt", "early-st", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma: 1 issues the next step's S^T = K Q^T "
+           "as soon as this step's dQ is complete, before its dQ hand-off "
+           "(the next stage's FULL wait moves there too), so S^T runs on the "
+           "tensor cores under the hand-off and dK instead of after them; "
+           "the walk's first S^T goes out before the walk. 0 issues each "
+           "S^T at its step's top; -1: the default">,
     Option<"dqKvSplit", "dq-kv-split", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma on 128-row Q tiles (D = 64): 1 makes "
            "each MMA warpgroup compute dQ of the whole Q tile over its own 64 "

@@ -145,6 +145,16 @@ struct ConvertDashToGPUPass
                            kMaxShared
                    ? 2
                    : 1;
+    if (failed(checkOption("early-st", earlySt, -1, 1, "0 or 1")))
+      return failure();
+    if (earlySt == 1 && !(tmaWgmma && bm == 64 && statsAcc < 2))
+      return op.emitOpError()
+             << "early-st=1 needs mma=wgmma with loads=tma, 64-row Q tiles "
+                "(at 128 the next S^T's accumulator does not fit beside the "
+                "hand-off: ptxas serialises the wgmmas) and stats-in-acc below "
+                "2 (S^T's accumulator cannot start at the statistics a step "
+                "ahead)";
+    bool stEarly = earlySt == 1;
     if (failed(checkOption("early-kv", earlyKv, -1, 1, "0 or 1")))
       return failure();
     if (earlyKv == 1 && !tmaWgmma)
@@ -192,10 +202,13 @@ struct ConvertDashToGPUPass
     // warpgroups 232 so warpgroup 2 gets 40 (at 24 it spills, and its
     // reducers' hand-offs are links of the ordered-add chain: +4-6% at D =
     // 128 causal); the others keep 240 (at 232 the MMA side spills: -4%
-    // non-deterministic, -10..35% at D = 64; cp.async kernels not measured).
+    // non-deterministic, -10..35% at D = 64; cp.async kernels not measured),
+    // and so do early-st kernels (at 232 ptxas serialises their wgmmas).
     int64_t regs = mmaRegs
                        ? int64_t(mmaRegs)
-                       : (op.getDeterministic() && tma && D == 128 ? 232 : 240);
+                       : (op.getDeterministic() && tma && D == 128 && !stEarly
+                              ? 232
+                              : 240);
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
     // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);
@@ -228,7 +241,7 @@ struct ConvertDashToGPUPass
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
-                            traceTimeline == 2};
+                            traceTimeline == 2, stEarly};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -266,6 +279,8 @@ struct ConvertDashToGPUPass
       if (bm == 128)
         config.append("early_dv", b.getBoolAttr(dvEarly));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
+      if (tma)
+        config.append("early_st", b.getBoolAttr(stEarly));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma) {
         config.append("early_kv", b.getBoolAttr(kvEarly));

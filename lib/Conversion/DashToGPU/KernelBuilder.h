@@ -496,6 +496,9 @@ struct WgmmaConfig {
   /// trace-timeline=2: also clock64 at each phase of one step per item
   /// (TracePhase) from each MMA warpgroup and the step's reducer.
   bool tracePhases = false;
+  /// The next step's S^T issued once this step's dQ is complete, before its
+  /// hand-off (early-st=1).
+  bool earlySt = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -288,6 +288,43 @@ struct WgmmaBuilder {
                ArrayAttr())
         .getResult(0);
   }
+  /// acc += A B (`first`: acc = A B) on one m64nNk16 with both operands in
+  /// shared memory, issued only where `on32` (i32, warpgroup-uniform) is
+  /// non-zero: otherwise no instruction goes out (the enclosing commit makes
+  /// an empty group) and the result is `acc`. Inline PTX (the NVVM op has no
+  /// guard), outputs tied to the accumulator inputs as in wgmmaRS.
+  Value wgmmaIf(Value acc, Value dA, Value dB, int64_t n, bool transA,
+                bool transB, Value on32, bool first) {
+    int64_t regs = n / 2;
+    std::string asmStr = "{\n.reg .pred p, g;\nsetp.ne.b32 p, $" +
+                         std::to_string(2 * regs + 3) +
+                         ", 0;\nsetp.ne.b32 g, $" +
+                         std::to_string(2 * regs + 2) +
+                         ", 0;\n@g wgmma.mma_async.sync.aligned.m64n" +
+                         std::to_string(n) + "k16.f32.bf16.bf16 {";
+    std::string cons;
+    for (int64_t i = 0; i < regs; ++i) {
+      asmStr += (i ? ", $" : "$") + std::to_string(i);
+      cons += "=f,";
+    }
+    asmStr += "}, $" + std::to_string(2 * regs) + ", $" +
+              std::to_string(2 * regs + 1) + ", p, 1, 1, " +
+              (transA ? "1" : "0") + ", " + (transB ? "1" : "0") + ";\n}\n";
+    for (int64_t i = 0; i < regs; ++i)
+      cons += std::to_string(i) + ",";
+    cons += "l,l,r,n";
+    SmallVector<Value> operands;
+    for (int64_t i = 0; i < regs; ++i)
+      operands.push_back(elem(acc, i));
+    operands.append({dA, dB, on32, c32(first ? 0 : 1)}); // scale-d
+    return LLVM::InlineAsmOp::create(
+               b, loc, accType(n), operands, asmStr, cons,
+               /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::TailCallKind::None,
+               LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+               ArrayAttr())
+        .getResult(0);
+  }
   /// Two f32 as one b32 word of bf16 (x in the low half).
   Value packBf16(Value x, Value y) {
     Value v = vector::FromElementsOp::create(

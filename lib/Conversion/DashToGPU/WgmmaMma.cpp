@@ -76,6 +76,20 @@ void WgmmaMain::emitMma() {
       a = g.add(a, g.mul(wg, g.idx(kBn * 128)));
     return w.desc(a, kBn * 128);
   };
+  // early-st: S^T = K_w Q^T of the step in stage `sbuf` as one committed
+  // group, issued only where `on32` (i32) is non-zero (K-major A and B:
+  // k-step kk is 32 B into panel kk / 4, as rowsTimesQT below).
+  const bool earlySt = config.earlySt;
+  auto issueSIf = [&](Value sbuf, Value on32) {
+    WgmmaBuilder::Desc kd = rowsDesc(L.k()), qdd = qDesc(kQ, sbuf);
+    Value acc = w.freshAcc(bm);
+    for (int64_t kk = 0; kk < D / 16; ++kk)
+      acc = w.wgmmaIf(acc, w.descAt(kd, (kk / 4) * kBn * 128 + (kk % 4) * 32),
+                      w.descAt(qdd, (kk / 4) * bm * 128 + (kk % 4) * 32), bm,
+                      false, false, on32, kk == 0);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    return acc;
+  };
   // Accumulator register r of m64nN: row fragRow + 8((r/2)%2), column
   // 8(r/4) + fragCol + r%2.
   auto rowOf = [&](int64_t r) {
@@ -138,12 +152,33 @@ void WgmmaMain::emitMma() {
 
     auto freeKV = [&] { w.mbarArrive(w.mbar(kEmptyKV)); };
     Value zD = w.zeroAcc(D);
+    SmallVector<Value> walkInit{zD, zD};
+    // early-st: the walk's first S^T goes out here, once its stage is in;
+    // each step issues the next one's before its dQ hand-off and carries it
+    // across the back edge complete.
+    if (earlySt) {
+      threadValues(w.opaque(tidMma));
+      Value nonEmpty = g.lt(g.idx(0), it.len);
+      Value buf0 = g.rem(first, g.idx(2));
+      g.when(nonEmpty, [&] {
+        w.mbarWait(w.mbar(kFullQ, buf0), g.rem(g.div(first, g.idx(2)), g.idx(2)),
+                   g.add(g.idx(kFullQ), buf0), {unit, it.bb, it.h, first});
+      });
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      walkInit.push_back(
+          issueSIf(buf0, arith::ExtUIOp::create(b, loc, w.i32, nonEmpty)));
+      // Complete before the walk: an accumulator in flight into the loop
+      // and read there by the exp2 pass makes ptxas serialise every wgmma
+      // of the kernel (C7514).
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    }
     auto walk = scf::ForOp::create(
-        b, loc, g.idx(0), it.len, g.idx(1), ValueRange{zD, zD},
+        b, loc, g.idx(0), it.len, g.idx(1), walkInit,
         [&](OpBuilder &nb, Location, Value step, ValueRange acc) {
           OpBuilder::InsertionGuard ig(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value accV = acc[0], accK = acc[1];
+          Value sNext;
           tid = w.opaque(tidMma);
           w.base = w.opaque(window);
           threadValues(tid);
@@ -167,9 +202,11 @@ void WgmmaMain::emitMma() {
             // stores).
             Value n = g.add(first, step);
             buf = g.rem(n, g.idx(2));
-            w.mbarWait(w.mbar(kFullQ, buf),
-                       g.rem(g.div(n, g.idx(2)), g.idx(2)),
-                       g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
+            // (early-st: the previous step, or the walk's start, waited.)
+            if (!earlySt)
+              w.mbarWait(w.mbar(kFullQ, buf),
+                         g.rem(g.div(n, g.idx(2)), g.idx(2)),
+                         g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
             traceThread(
                 [&] { traceAtStep(step, 0, kTraceStep0Ready, it.index); });
             phase(kPhFull);
@@ -283,7 +320,7 @@ void WgmmaMain::emitMma() {
           // (Level 2 implies level 1.)
           Value dpsInit = lseAcc ? accStart(dpsBase, Value()) : Value();
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          Value S = rowsTimesQT(kRowsDesc, qd, lseInit, false);
+          Value S = earlySt ? acc[2] : rowsTimesQT(kRowsDesc, qd, lseInit, false);
           if (dpsAcc && !dpsInit)
             dpsInit = accStart(dpsBase, Value());
           Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc);
@@ -530,6 +567,24 @@ void WgmmaMain::emitMma() {
           phase(kPhDqDkIssued);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
           phase(kPhDqDone);
+          // early-st: the next step's S^T, behind this step's dK, once its
+          // stage is in; it runs under the hand-off below. At the walk's last
+          // step it goes out all the same, on whatever stage (n + 1) % 2
+          // holds, and is never read: issued under a predicate, ptxas spilled
+          // ~120 MMA-side values and serialised the wgmmas (C7512).
+          if (earlySt) {
+            Value next = g.add(step, g.idx(1));
+            Value hasNext = g.lt(next, it.len);
+            Value n1 = g.add(first, next);
+            Value nbuf = g.sub(g.idx(1), buf);
+            g.when(hasNext, [&] {
+              w.mbarWait(w.mbar(kFullQ, nbuf),
+                         g.rem(g.div(n1, g.idx(2)), g.idx(2)),
+                         g.add(g.idx(kFullQ), nbuf), {unit, it.bb, it.h, n1});
+            });
+            NVVM::WgmmaFenceAlignedOp::create(b, loc);
+            sNext = issueSIf(nbuf, w.c32(1));
+          }
           // Early K/V release: dQ was the item's last read of K and V (dK
           // reads Q and registers), so the producer may load the next item's
           // while this one hands over its last dQ and writes dK/dV.
@@ -657,6 +712,8 @@ void WgmmaMain::emitMma() {
           // wait at the end of the step (measured: leaving dK in flight
           // under the next step's S^T/dP^T releases the stage later and
           // costs 6-17%, bench/NOTES.md section 12).
+          // (early-st: the next step's S^T too, so it crosses the back edge
+          // complete: in flight there, ptxas serialises every wgmma, C7514.)
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           if (tma) // this thread is done with the stage
             w.mbarArrive(w.mbar(kEmptyQ, buf));
@@ -665,7 +722,10 @@ void WgmmaMain::emitMma() {
             traceThread([&] {
               traceAtStep(step, s0, kTraceStep0End + s0, it.index);
             });
-          scf::YieldOp::create(b, loc, ValueRange{accV, accK});
+          SmallVector<Value> carried{accV, accK};
+          if (earlySt)
+            carried.push_back(sNext);
+          scf::YieldOp::create(b, loc, carried);
           tid = tidMma;
           w.base = window;
         });
