@@ -252,78 +252,70 @@ struct WgmmaBuilder {
             .getResult(0);
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
   }
-  /// acc += A B on one m64nNk16 with A (64 x 16 bf16) in registers: four
-  /// b32 words per thread in the accumulator fragment layout; B is N-major.
-  /// No NVVM op has the register-A form: inline PTX, the operand pattern of
-  /// the NVVM wgmma lowering (outputs tied to the accumulator inputs).
-  Value wgmmaRS(Value acc, ArrayRef<Value> a, Value dB, int64_t n) {
+  /// One inline-PTX wgmma on an m64nN f32 accumulator, the operand pattern
+  /// of the NVVM wgmma lowering: the accumulator registers are operands
+  /// 0 .. n/2 - 1 as outputs and again, tied, as inputs; the `extra` values
+  /// follow (constraints `extraCons`). `ptx(x)` writes the statement, given
+  /// x(i), the operand reference of extra value i and x(-1), the
+  /// accumulator list.
+  Value wgmmaAsm(Value acc, int64_t n, ValueRange extra, StringRef extraCons,
+                 function_ref<std::string(function_ref<std::string(int)>)>
+                     ptx) {
     int64_t regs = n / 2;
-    std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
-                         std::to_string(2 * regs + 5) +
-                         ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
-                         std::to_string(n) + "k16.f32.bf16.bf16 {";
+    auto x = [&](int i) {
+      if (i >= 0)
+        return "$" + std::to_string(2 * regs + i);
+      std::string list = "{";
+      for (int64_t r = 0; r < regs; ++r)
+        list += (r ? ", $" : "$") + std::to_string(r);
+      return list + "}";
+    };
     std::string cons;
-    for (int64_t i = 0; i < regs; ++i) {
-      asmStr += (i ? ", $" : "$") + std::to_string(i);
+    for (int64_t i = 0; i < regs; ++i)
       cons += "=f,";
-    }
-    asmStr += "}, {";
-    for (int64_t i = 0; i < 4; ++i)
-      asmStr += (i ? ", $" : "$") + std::to_string(2 * regs + i);
-    asmStr += "}, $" + std::to_string(2 * regs + 4) + ", p, 1, 1, 1;\n}\n";
     for (int64_t i = 0; i < regs; ++i)
       cons += std::to_string(i) + ",";
-    cons += "r,r,r,r,l,n";
+    cons += extraCons;
     SmallVector<Value> operands;
     for (int64_t i = 0; i < regs; ++i)
       operands.push_back(elem(acc, i));
-    operands.append(a.begin(), a.end());
-    operands.push_back(dB);
-    operands.push_back(c32(1)); // scale-d: accumulate
+    operands.append(extra.begin(), extra.end());
     return LLVM::InlineAsmOp::create(
-               b, loc, accType(n), operands, asmStr, cons,
+               b, loc, accType(n), operands, ptx(x), cons,
                /*has_side_effects=*/true, /*is_align_stack=*/false,
                LLVM::TailCallKind::None,
                LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
                ArrayAttr())
         .getResult(0);
   }
+  /// acc += A B on one m64nNk16 with A (64 x 16 bf16) in registers: four
+  /// b32 words per thread in the accumulator fragment layout; B is N-major.
+  /// No NVVM op has the register-A form.
+  Value wgmmaRS(Value acc, ArrayRef<Value> a, Value dB, int64_t n) {
+    SmallVector<Value> extra(a.begin(), a.end());
+    extra.append({dB, c32(1)}); // scale-d: accumulate
+    return wgmmaAsm(acc, n, extra, "r,r,r,r,l,n", [&](auto x) {
+      return "{\n.reg .pred p;\nsetp.ne.b32 p, " + x(5) +
+             ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
+             "k16.f32.bf16.bf16 " + x(-1) + ", {" + x(0) + ", " + x(1) + ", " +
+             x(2) + ", " + x(3) + "}, " + x(4) + ", p, 1, 1, 1;\n}\n";
+    });
+  }
   /// acc += A B (`first`: acc = A B) on one m64nNk16 with both operands in
   /// shared memory, issued only where `on32` (i32, warpgroup-uniform) is
   /// non-zero: otherwise no instruction goes out (the enclosing commit makes
-  /// an empty group) and the result is `acc`. Inline PTX (the NVVM op has no
-  /// guard), outputs tied to the accumulator inputs as in wgmmaRS.
+  /// an empty group) and the result is `acc`. (The NVVM op has no guard.)
   Value wgmmaIf(Value acc, Value dA, Value dB, int64_t n, bool transA,
                 bool transB, Value on32, bool first) {
-    int64_t regs = n / 2;
-    std::string asmStr = "{\n.reg .pred p, g;\nsetp.ne.b32 p, $" +
-                         std::to_string(2 * regs + 3) +
-                         ", 0;\nsetp.ne.b32 g, $" +
-                         std::to_string(2 * regs + 2) +
-                         ", 0;\n@g wgmma.mma_async.sync.aligned.m64n" +
-                         std::to_string(n) + "k16.f32.bf16.bf16 {";
-    std::string cons;
-    for (int64_t i = 0; i < regs; ++i) {
-      asmStr += (i ? ", $" : "$") + std::to_string(i);
-      cons += "=f,";
-    }
-    asmStr += "}, $" + std::to_string(2 * regs) + ", $" +
-              std::to_string(2 * regs + 1) + ", p, 1, 1, " +
-              (transA ? "1" : "0") + ", " + (transB ? "1" : "0") + ";\n}\n";
-    for (int64_t i = 0; i < regs; ++i)
-      cons += std::to_string(i) + ",";
-    cons += "l,l,r,n";
-    SmallVector<Value> operands;
-    for (int64_t i = 0; i < regs; ++i)
-      operands.push_back(elem(acc, i));
-    operands.append({dA, dB, on32, c32(first ? 0 : 1)}); // scale-d
-    return LLVM::InlineAsmOp::create(
-               b, loc, accType(n), operands, asmStr, cons,
-               /*has_side_effects=*/true, /*is_align_stack=*/false,
-               LLVM::TailCallKind::None,
-               LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-               ArrayAttr())
-        .getResult(0);
+    return wgmmaAsm(
+        acc, n, {dA, dB, on32, c32(first ? 0 : 1)}, "l,l,r,n", [&](auto x) {
+          return "{\n.reg .pred p, g;\nsetp.ne.b32 p, " + x(3) +
+                 ", 0;\nsetp.ne.b32 g, " + x(2) +
+                 ", 0;\n@g wgmma.mma_async.sync.aligned.m64n" +
+                 std::to_string(n) + "k16.f32.bf16.bf16 " + x(-1) + ", " +
+                 x(0) + ", " + x(1) + ", p, 1, 1, " + (transA ? "1" : "0") +
+                 ", " + (transB ? "1" : "0") + ";\n}\n";
+        });
   }
   /// Two f32 as one b32 word of bf16 (x in the low half).
   Value packBf16(Value x, Value y) {
