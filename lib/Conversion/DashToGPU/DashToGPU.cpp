@@ -145,6 +145,12 @@ struct ConvertDashToGPUPass
                            kMaxShared
                    ? 2
                    : 1;
+    if (failed(checkOption("early-kv", earlyKv, -1, 1, "0 or 1")))
+      return failure();
+    if (earlyKv == 1 && !tmaWgmma)
+      return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
+                                 "loads=tma (K/V come from the producer)";
+    bool kvEarly = earlyKv == 1;
     if (failed(checkOption("early-st", earlySt, -1, 1, "0 or 1")))
       return failure();
     if (earlySt == 1 && !(tmaWgmma && bm == 64 && statsAcc < 2))
@@ -154,13 +160,13 @@ struct ConvertDashToGPUPass
                 "hand-off: ptxas serialises the wgmmas) and stats-in-acc below "
                 "2 (S^T's accumulator cannot start at the statistics a step "
                 "ahead)";
+    // A walk's last step issues one S^T it never reads, on the item's K:
+    // with early-kv that K may already be the next item's, half-written.
+    if (earlySt == 1 && kvEarly)
+      return op.emitOpError() << "early-st=1 and early-kv=1 exclude each "
+                                 "other (the walk's last S^T reads K after "
+                                 "early-kv has freed it)";
     bool stEarly = earlySt == 1;
-    if (failed(checkOption("early-kv", earlyKv, -1, 1, "0 or 1")))
-      return failure();
-    if (earlyKv == 1 && !tmaWgmma)
-      return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
-                                 "loads=tma (K/V come from the producer)";
-    bool kvEarly = earlyKv == 1;
     if (failed(checkOption("q-before-kv", qBeforeKv, -1, 1, "0 or 1")))
       return failure();
     if (qBeforeKv == 1 && !tmaWgmma)

@@ -5,14 +5,16 @@
 // complete before the back edge (wait_group 0): an S^T accumulator in flight
 // into the loop and read by the exp2 pass made ptxas serialise every wgmma
 // (C7514). The deterministic D = 128 kernels keep 240 registers (at 232
-// ptxas serialises them, C7512). 128-row Q tiles, cp.async kernels and
-// stats-in-acc=2 are refused.
+// ptxas serialises them, C7512). 128-row Q tiles, cp.async kernels,
+// stats-in-acc=2 and early-kv=1 (a walk's last step issues one S^T it never
+// reads, on the item's K) are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-st=1" --canonicalize --cse | FileCheck %s
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-st=1" 2>&1 | FileCheck %s --check-prefix=BM128
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async early-st=1" 2>&1 | FileCheck %s --check-prefix=BM128
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-in-acc=2 early-st=1" 2>&1 | FileCheck %s --check-prefix=BM128
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-st=2" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-st=1 early-kv=1" 2>&1 | FileCheck %s --check-prefix=KV
 
 // CHECK: dash.config = {{{.*}}early_st = true{{.*}}mma_regs = 240
 // CHECK: nvvm.setmaxregister  increase 240
@@ -53,6 +55,7 @@
 // OFF-NOT: @g wgmma
 
 // BM128: error: 'dash.scheduled_attention_bwd' op early-st=1 needs mma=wgmma with loads=tma, 64-row Q tiles (at 128 the next S^T's accumulator does not fit beside the hand-off: ptxas serialises the wgmmas) and stats-in-acc below 2 (S^T's accumulator cannot start at the statistics a step ahead)
+// KV: error: 'dash.scheduled_attention_bwd' op early-st=1 and early-kv=1 exclude each other (the walk's last S^T reads K after early-kv has freed it)
 // BAD: error: 'dash.scheduled_attention_bwd' op early-st must be 0 or 1, or -1 for the default (got 2)
 
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
