@@ -76,17 +76,21 @@ void WgmmaMain::emitMma() {
       a = g.add(a, g.mul(wg, g.idx(kBn * 128)));
     return w.desc(a, kBn * 128);
   };
+  // K-step kk of a K-major operand of `rows`-row panels: 32 B into panel
+  // kk / 4.
+  auto kStep = [](int64_t kk, int64_t rows) {
+    return (kk / 4) * rows * 128 + (kk % 4) * 32;
+  };
   // early-st: S^T = K_w Q^T of the step in stage `sbuf` as one committed
-  // group, issued only where `on32` (i32) is non-zero (K-major A and B:
-  // k-step kk is 32 B into panel kk / 4, as rowsTimesQT below).
+  // group, issued only where `on32` (i32) is non-zero.
   const bool earlySt = config.earlySt;
   auto issueSIf = [&](Value sbuf, Value on32) {
     WgmmaBuilder::Desc kd = rowsDesc(L.k()), qdd = qDesc(kQ, sbuf);
     Value acc = w.freshAcc(bm);
     for (int64_t kk = 0; kk < D / 16; ++kk)
-      acc = w.wgmmaIf(acc, w.descAt(kd, (kk / 4) * kBn * 128 + (kk % 4) * 32),
-                      w.descAt(qdd, (kk / 4) * bm * 128 + (kk % 4) * 32), bm,
-                      false, false, on32, kk == 0);
+      acc = w.wgmmaIf(acc, w.descAt(kd, kStep(kk, kBn)),
+                      w.descAt(qdd, kStep(kk, bm)), bm, false, false, on32,
+                      kk == 0);
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     return acc;
   };
@@ -151,6 +155,12 @@ void WgmmaMain::emitMma() {
     }
 
     auto freeKV = [&] { w.mbarArrive(w.mbar(kEmptyKV)); };
+    // The unit's step n's stage sb (= n % 2) has its tiles: FULL_Q phase
+    // n / 2.
+    auto waitFullQ = [&](Value n, Value sb) {
+      w.mbarWait(w.mbar(kFullQ, sb), g.rem(g.div(n, g.idx(2)), g.idx(2)),
+                 g.add(g.idx(kFullQ), sb), {unit, it.bb, it.h, n});
+    };
     Value zD = w.zeroAcc(D);
     SmallVector<Value> walkInit{zD, zD};
     // early-st: the walk's first S^T goes out here, once its stage is in;
@@ -160,10 +170,7 @@ void WgmmaMain::emitMma() {
       threadValues(w.opaque(tidMma));
       Value nonEmpty = g.lt(g.idx(0), it.len);
       Value buf0 = g.rem(first, g.idx(2));
-      g.when(nonEmpty, [&] {
-        w.mbarWait(w.mbar(kFullQ, buf0), g.rem(g.div(first, g.idx(2)), g.idx(2)),
-                   g.add(g.idx(kFullQ), buf0), {unit, it.bb, it.h, first});
-      });
+      g.when(nonEmpty, [&] { waitFullQ(first, buf0); });
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
       walkInit.push_back(
           issueSIf(buf0, arith::ExtUIOp::create(b, loc, w.i32, nonEmpty)));
@@ -204,9 +211,7 @@ void WgmmaMain::emitMma() {
             buf = g.rem(n, g.idx(2));
             // (early-st: the previous step, or the walk's start, waited.)
             if (!earlySt)
-              w.mbarWait(w.mbar(kFullQ, buf),
-                         g.rem(g.div(n, g.idx(2)), g.idx(2)),
-                         g.add(g.idx(kFullQ), buf), {unit, it.bb, it.h, n});
+              waitFullQ(n, buf);
             traceThread(
                 [&] { traceAtStep(step, 0, kTraceStep0Ready, it.index); });
             phase(kPhFull);
@@ -279,9 +284,8 @@ void WgmmaMain::emitMma() {
                                  bool negate) {
             Value acc = init ? init : w.freshAcc(bm);
             for (int64_t kk = 0; kk < D / 16; ++kk) {
-              int64_t pa = (kk / 4) * kBn * 128 + (kk % 4) * 32;
-              int64_t pb = (kk / 4) * bm * 128 + (kk % 4) * 32;
-              acc = w.wgmma(acc, w.descAt(aDesc, pa), w.descAt(bDesc, pb), bm,
+              acc = w.wgmma(acc, w.descAt(aDesc, kStep(kk, kBn)),
+                            w.descAt(bDesc, kStep(kk, bm)), bm,
                             false, false, kk == 0 && !init, negate);
             }
             NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
@@ -575,13 +579,8 @@ void WgmmaMain::emitMma() {
           if (earlySt) {
             Value next = g.add(step, g.idx(1));
             Value hasNext = g.lt(next, it.len);
-            Value n1 = g.add(first, next);
             Value nbuf = g.sub(g.idx(1), buf);
-            g.when(hasNext, [&] {
-              w.mbarWait(w.mbar(kFullQ, nbuf),
-                         g.rem(g.div(n1, g.idx(2)), g.idx(2)),
-                         g.add(g.idx(kFullQ), nbuf), {unit, it.bb, it.h, n1});
-            });
+            g.when(hasNext, [&] { waitFullQ(g.add(first, next), nbuf); });
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
             sNext = issueSIf(nbuf, w.c32(1));
           }
