@@ -143,132 +143,98 @@ COST = {
 }
 
 
+def step_top(c, d, n):
+    """The step's FULL wait, S^T and dP^T issued, S^T complete."""
+    ops = [("full", n), ("alu", c["top"]), ("issue", "S", c["s"])]
+    if d == 64:  # dP^T's accumulator starts at dPsum: ptxas waits for S^T first
+        ops.append(("wait", 0))
+    return ops + [("issue", "dP", c["dp"])]
+
+
+def dv_and_ds(c, d):
+    """After the exp2 pass: dV (64-row tiles: at once, under the dS pass;
+    128-row tiles: after it) and the dS pass, dP^T complete."""
+    if d == 128:
+        return [("issue", "dV", c["dv"]), ("wait", 1), ("alu", c["ds"])]
+    return [("wait", 0), ("alu", c["ds"]), ("issue", "dV", c["dv"])]
+
+
+def exp2_pass(c, slices=1, between=lambda i: []):
+    """The exp2 pass (FMA/LSU part, then the SFU), in `slices` with
+    `between(i)` after slice i."""
+    ops = []
+    for i in range(slices):
+        ops += [("alu", c["exp_fma"] // slices), ("sfu", c["sfu"] // slices)]
+        ops += between(i)
+    return ops
+
+
 def shipped(d):
     """The shipped step (docs/GPU.md, 'Per step')."""
     c = COST[d]
 
     def prog(n):
-        ops = [("full", n), ("alu", c["top"]), ("issue", "S", c["s"])]
-        if d == 64:  # dP^T's accumulator starts at dPsum: ptxas waits for S^T first
-            ops.append(("wait", 0))
-        ops += [("issue", "dP", c["dp"]), ("wait", 1), ("alu", c["exp_fma"]),
-                ("sfu", c["sfu"])]
-        if d == 128:  # 64-row tiles: dV at once, under the dS pass
-            ops += [("issue", "dV", c["dv"]), ("wait", 1), ("alu", c["ds"])]
-        else:
-            ops += [("wait", 0), ("alu", c["ds"]), ("issue", "dV", c["dv"])]
-        ops += [("bar", "dS"), ("issue", "dQ", c["dq"]), ("issue", "dK", c["dk"]),
-                ("wait", 1), ("alu", c["handoff"]), ("wait", 0), ("release", n)]
-        return ops
+        return (step_top(c, d, n) + [("wait", 1)] + exp2_pass(c) + dv_and_ds(c, d)
+                + [("bar", "dS"), ("issue", "dQ", c["dq"]), ("issue", "dK", c["dk"]),
+                   ("wait", 1), ("alu", c["handoff"]), ("wait", 0), ("release", n)])
     return prog
 
 
-def deferred_dk(d):
-    """dK of step n issued in step n + 1 behind S^T and dP^T (rejected,
-    call 2: 10-18% slower)."""
-    c = COST[d]
-
-    def prog(n):
-        ops = [("full", n), ("alu", c["top"]), ("issue", "S", c["s"])]
-        if d == 64:
-            ops.append(("wait", 0))
-        ops.append(("issue", "dP", c["dp"]))
-        if n > 0:
-            ops.append(("issue", "dKprev", c["dk"]))
-        ops += [("wait", 2 if n > 0 else 1), ("alu", c["exp_fma"]), ("sfu", c["sfu"])]
-        if d == 128:
-            ops += [("issue", "dV", c["dv"]), ("wait", 1)]
-        else:
-            ops += [("wait", 0)]
-        if n > 0:
-            ops.append(("release", n - 1))
-        ops += [("alu", c["ds"])]
-        if d == 64:
-            ops.append(("issue", "dV", c["dv"]))
-        ops += [("bar", "dS"), ("issue", "dQ", c["dq"]), ("wait", 0),
-                ("alu", c["handoff"])]
-        return ops
-    return prog
-
-
-def early_st(d):
-    """The next step's S^T issued once dQ is complete, ahead of the hand-off,
-    carried complete (early-st=1, 5e9ef8f)."""
-    c = COST[d]
-
-    def prog(n):
-        ops = []
-        if n == 0:
-            ops += [("full", 0), ("issue", "S", c["s"]), ("wait", 0)]
-        ops += [("alu", c["top"]), ("issue", "dP", c["dp"]), ("wait", 1),
-                ("alu", c["exp_fma"]), ("sfu", c["sfu"])]
-        if d == 128:
-            ops += [("issue", "dV", c["dv"]), ("wait", 1), ("alu", c["ds"])]
-        else:
-            ops += [("wait", 0), ("alu", c["ds"]), ("issue", "dV", c["dv"])]
-        ops += [("bar", "dS"), ("issue", "dQ", c["dq"]), ("issue", "dK", c["dk"]),
-                ("wait", 1), ("full", n + 1), ("issue", "S", c["s"]),
-                ("alu", c["handoff"]), ("wait", 0), ("release", n)]
-        return ops
-    return prog
-
-
-def early_st_after_handoff(d):
-    """As early-st, but the next S^T queued after the hand-off, behind dK,
-    before the step's final wait."""
-    c = COST[d]
-
-    def prog(n):
-        ops = []
-        if n == 0:
-            ops += [("full", 0), ("issue", "S", c["s"]), ("wait", 0)]
-        ops += [("alu", c["top"]), ("issue", "dP", c["dp"]), ("wait", 1),
-                ("alu", c["exp_fma"]), ("sfu", c["sfu"])]
-        if d == 128:
-            ops += [("issue", "dV", c["dv"]), ("wait", 1), ("alu", c["ds"])]
-        else:
-            ops += [("wait", 0), ("alu", c["ds"]), ("issue", "dV", c["dv"])]
-        ops += [("bar", "dS"), ("issue", "dQ", c["dq"]), ("issue", "dK", c["dk"]),
-                ("wait", 1), ("alu", c["handoff"]), ("full", n + 1),
-                ("issue", "S", c["s"]), ("wait", 0), ("release", n)]
-        return ops
-    return prog
-
-
-def interleaved_dk(d, chunks=None):
-    """dK of step n issued in step n + 1 one instruction at a time between
-    slices of the exp2 pass (the mask applied after the pass), so the pass
-    proceeds while dK runs."""
+def dk_in_next_step(d, interleaved):
+    """dK of step n issued in step n + 1, from shared memory: as one group
+    behind S^T and dP^T (`deferred-dk`; rejected, call 2: 10-18% slower), or
+    one instruction at a time between slices of the exp2 pass (the mask
+    applied after the pass) so the pass proceeds while dK runs. The stage of
+    step n is released once that dK is complete."""
     c = COST[d]
     k = len(c["dk"])
 
     def prog(n):
-        ops = [("full", n), ("alu", c["top"]), ("issue", "S", c["s"])]
-        if d == 64:
-            ops.append(("wait", 0))
-        ops += [("issue", "dP", c["dp"]), ("wait", 1)]
-        for i in range(k):
-            ops += [("alu", c["exp_fma"] // k), ("sfu", c["sfu"] // k)]
-            if n > 0:
-                ops.append(("issue", "dKprev%d" % i, c["dk"][i:i + 1]))
-        if d == 128:
-            ops += [("issue", "dV", c["dv"]), ("wait", 1)]
+        ops = step_top(c, d, n)
+        if interleaved:
+            ops += [("wait", 1)]
+            ops += exp2_pass(c, k, lambda i: [("issue", "dKprev%d" % i, c["dk"][i:i + 1])]
+                             if n > 0 else [])
         else:
-            ops += [("wait", 0)]
+            if n > 0:
+                ops.append(("issue", "dKprev", c["dk"]))
+            ops += [("wait", 2 if n > 0 else 1)] + exp2_pass(c)
+        ops += [("issue", "dV", c["dv"]), ("wait", 1)] if d == 128 else [("wait", 0)]
         if n > 0:
             ops.append(("release", n - 1))
         ops += [("alu", c["ds"])]
         if d == 64:
             ops.append(("issue", "dV", c["dv"]))
-        ops += [("bar", "dS"), ("issue", "dQ", c["dq"]), ("wait", 0),
-                ("alu", c["handoff"])]
-        return ops
+        return ops + [("bar", "dS"), ("issue", "dQ", c["dq"]), ("wait", 0),
+                      ("alu", c["handoff"])]
     return prog
 
 
-VARIANTS = {"shipped": shipped, "deferred-dk": deferred_dk, "early-st": early_st,
-            "early-st-after-handoff": early_st_after_handoff,
-            "interleaved-dk": interleaved_dk}
+def early_st(d, after_handoff):
+    """The next step's S^T issued once dQ is complete, ahead of the hand-off
+    (early-st=1, 5e9ef8f), or after it, behind dK; carried complete."""
+    c = COST[d]
+
+    def prog(n):
+        ops = [("full", 0), ("issue", "S", c["s"]), ("wait", 0)] if n == 0 else []
+        ops += [("alu", c["top"]), ("issue", "dP", c["dp"]), ("wait", 1)]
+        ops += exp2_pass(c) + dv_and_ds(c, d)
+        ops += [("bar", "dS"), ("issue", "dQ", c["dq"]), ("issue", "dK", c["dk"]),
+                ("wait", 1)]
+        next_s = [("full", n + 1), ("issue", "S", c["s"])]
+        handoff = [("alu", c["handoff"])]
+        ops += handoff + next_s if after_handoff else next_s + handoff
+        return ops + [("wait", 0), ("release", n)]
+    return prog
+
+
+VARIANTS = {
+    "shipped": shipped,
+    "deferred-dk": lambda d: dk_in_next_step(d, interleaved=False),
+    "early-st": lambda d: early_st(d, after_handoff=False),
+    "early-st-after-handoff": lambda d: early_st(d, after_handoff=True),
+    "interleaved-dk": lambda d: dk_in_next_step(d, interleaved=True),
+}
 
 
 def model(d, variant, steps=12, depth=2, load=900):
