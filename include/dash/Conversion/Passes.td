@@ -125,6 +125,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "tensor cores under the hand-off and dK instead of after them; "
            "the walk's first S^T goes out before the walk. 0 issues each "
            "S^T at its step's top; -1: the default">,
+    Option<"exp2Chunks", "exp2-chunks", "int64_t", /*default=*/"-1",
+           "mma=wgmma: N > 1 splits each step's exp2 pass into N chunks "
+           "whose FFMAs read the scale through the previous chunk's last "
+           "exp2 (c + min(p, 0) = c), so ptxas interleaves the pass's FFMAs "
+           "with its MUFU.EX2s instead of issuing every FFMA first; N must "
+           "divide the thread's S^T values (64 at D = 64, 32 at D = 128); 1 "
+           "is one pass; -1: the default (8 at 128-row Q tiles, else 1)">,
     Option<"dqKvSplit", "dq-kv-split", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma on 128-row Q tiles (D = 64): 1 makes "
            "each MMA warpgroup compute dQ of the whole Q tile over its own 64 "
@@ -145,6 +152,10 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "S^T's at -lse_log2 / (scale log2 e), so P = exp2(scale log2 e * "
            "acc); 0: neither; -1: the default, 1 on 128-row Q tiles (D = 64, "
            "where the statistics were read at use), else 0">,
+    Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
+           "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
+           "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "
+           "measure what the SFU work costs the step; 0: off">,
     Option<"traceTimeline", "trace-timeline", "int64_t", /*default=*/"0",
            "diagnostic kernels (mma=wgmma with loads=tma): 1 makes the main "
            "kernel write a per-CTA timeline (clock64 at each item's walk "

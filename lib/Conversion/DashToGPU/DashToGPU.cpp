@@ -167,6 +167,21 @@ struct ConvertDashToGPUPass
                                  "other (the walk's last S^T reads K after "
                                  "early-kv has freed it)";
     bool stEarly = earlySt == 1;
+    if (failed(checkOption("exp2-chunks", exp2Chunks, -1, 64,
+                           "a divisor of the thread's S^T values")))
+      return failure();
+    // A thread holds bm / 2 values of S^T (its 64-row slice of the KV rows
+    // times bm Q columns, over 128 threads). Default: 8 chunks at 128-row Q
+    // tiles (D = 64: +1.2..+2.4% deterministic in all six cells measured),
+    // one pass at 64 (D = 128: within noise; bench/NOTES.md section 22).
+    int64_t chunks = exp2Chunks >= 0 ? int64_t(exp2Chunks)
+                     : useWgmma && bm == 128 ? 8
+                                             : 1;
+    if (chunks == 0 || (chunks > 1 && !(useWgmma && (bm / 2) % chunks == 0)))
+      return op.emitOpError()
+             << "exp2-chunks=" << chunks << " needs mma=wgmma and must divide "
+             << "the " << bm / 2 << " S^T values a thread holds at " << bm
+             << "-row Q tiles";
     if (failed(checkOption("q-before-kv", qBeforeKv, -1, 1, "0 or 1")))
       return failure();
     if (qBeforeKv == 1 && !tmaWgmma)
@@ -190,6 +205,10 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "early-dv=1 needs mma=wgmma with 128-row Q "
                                  "tiles (64-row tiles issue dV early anyway)";
     bool dvEarly = useWgmma && bm == 128 && earlyDv == 1;
+    if (failed(checkOption("ablate-exp2", ablateExp2, 0, 1, "1")))
+      return failure();
+    if (ablateExp2 == 1 && !useWgmma)
+      return op.emitOpError() << "ablate-exp2=1 needs mma=wgmma";
     if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
       return failure();
     if (traceTimeline != 0 && !tmaWgmma)
@@ -247,7 +266,8 @@ struct ConvertDashToGPUPass
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
-                            traceTimeline == 2, stEarly};
+                            traceTimeline == 2, stEarly, chunks,
+                            ablateExp2 == 1};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -287,6 +307,9 @@ struct ConvertDashToGPUPass
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       if (tma)
         config.append("early_st", b.getBoolAttr(stEarly));
+      config.append("exp2_chunks", b.getI64IntegerAttr(chunks));
+      if (ablateExp2 == 1) // diagnostic kernels say so in their manifest
+        config.append("ablate_exp2", b.getBoolAttr(true));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma) {
         config.append("early_kv", b.getBoolAttr(kvEarly));

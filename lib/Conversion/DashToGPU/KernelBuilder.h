@@ -499,6 +499,11 @@ struct WgmmaConfig {
   /// The next step's S^T issued once this step's dQ is complete, before its
   /// hand-off (early-st=1).
   bool earlySt = false;
+  /// The exp2 pass in this many chunks, each chunk's FFMAs depending on the
+  /// previous chunk's exp2 results (exp2-chunks; 1: one pass).
+  int64_t exp2Chunks = 1;
+  /// Diagnostic, wrong gradients: P without its exp2 (ablate-exp2=1).
+  bool ablateExp2 = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -252,6 +252,19 @@ struct WgmmaBuilder {
             .getResult(0);
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
   }
+  /// `c` again, computed from `p` (c + min(p, 0): equal to c for any p >= 0,
+  /// NaN and +inf included, min.f32 returning the non-NaN operand) in inline
+  /// PTX that neither LLVM nor ptxas folds: whatever reads the result waits
+  /// for `p`. Orders the exp2 pass's chunks (exp2-chunks).
+  Value after(Value c, Value p) {
+    return LLVM::InlineAsmOp::create(
+               b, loc, f32, ValueRange{c, p},
+               "{\n.reg .f32 t;\nmin.f32 t, $2, 0f00000000;\nadd.f32 $0, "
+               "$1, t;\n}",
+               "=f,f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+               LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+        .getResult(0);
+  }
   /// One inline-PTX wgmma on an m64nN f32 accumulator, the operand pattern
   /// of the NVVM wgmma lowering: the accumulator registers are operands
   /// 0 .. n/2 - 1 as outputs and again, tied, as inputs; the `extra` values

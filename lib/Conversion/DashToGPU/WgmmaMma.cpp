@@ -358,19 +358,29 @@ void WgmmaMain::emitMma() {
             Value q0, kv0, sq, sk, off;
           } m{w.i32of(q0), w.i32of(g.add(kv0, wgRows)), w.i32of(Sq),
               w.i32of(Sk), w.i32of(off)};
+          // exp2-chunks: each chunk's FFMAs read the scale through the
+          // previous chunk's last exp2, so ptxas cannot hoist them all ahead
+          // of the pass's MUFU.EX2s (it still bunches the MUFUs: the SASS of
+          // the unmasked D = 64 pass ends in ~40 back to back either way).
+          // Measured, not derived: 8 chunks +1.2..+2.4% at D = 64
+          // (bench/NOTES.md section 22).
+          const int64_t perChunk = bm / 2 / config.exp2Chunks;
           auto pPass = [&](bool masked) {
             SmallVector<Value> P;
+            Value c = scaleLog2;
             for (int64_t r = 0; r < bm / 2; ++r) {
               Value qc = colOf(r);
+              if (r && r % perChunk == 0)
+                c = w.after(scaleLog2, P.back());
               // One FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2:
               // the accumulator is S - lse_log2 / c, one FMUL).
-              Value p = k.exp2(
-                  lseAcc ? g.mul(w.elem(S, r), scaleLog2)
-                         : LLVM::FMAOp::create(
-                               b, loc, w.elem(S, r), scaleLog2,
-                               arith::NegFOp::create(
-                                   b, loc, statOf(lseV, lseBase, r)))
-                               .getResult());
+              Value x = lseAcc ? g.mul(w.elem(S, r), c)
+                               : LLVM::FMAOp::create(
+                                     b, loc, w.elem(S, r), c,
+                                     arith::NegFOp::create(
+                                         b, loc, statOf(lseV, lseBase, r)))
+                                     .getResult();
+              Value p = config.ablateExp2 ? x : k.exp2(x);
               if (masked) { // 32-bit: positions are below S < 2^31
                 Value gq = g.add(m.q0, w.i32of(qc));
                 Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));
