@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Same-call A/B table of a bench/attention_bwd.py sweep run with --variant:
 per cell, cuDNN and each kernel set's auto det / nondet TFLOP/s, the
-variants' change against the default set, and whether every set's
-deterministic runs were bitwise equal (torch-free).
+variants' change against the default set, and whether the deterministic
+runs of every set that ran the cell were bitwise equal (torch-free).
 
   python3 bench/compare_variants.py SWEEP.json [--variants NAME,...]
 
@@ -50,8 +50,12 @@ def table(results, variants):
                     row.append("%.1f (%+.1f%%)" % (v, (v / base - 1) * 100))
                 else:
                     row.append("%.1f" % v)
-        dets = [cell.get("dash-auto-det" + s) for s in sets]
-        row.append(str(all(r and r.get("bitwise_deterministic") for r in dets)))
+        # Sets that ran here: one without this cell's kernel (a partial
+        # variant directory; its row holds an error) has no say.
+        dets = [r for r in (cell.get("dash-auto-det" + s) for s in sets)
+                if r and r.get("tflops")]
+        row.append(str(all(r.get("bitwise_deterministic") for r in dets))
+                   if dets else "-")
         lines.append("| " + " | ".join(row) + " |")
     return lines
 

@@ -24,6 +24,21 @@ def test_changes_are_against_the_default_set_and_bitwise_covers_every_set():
     assert cv.table(results, ["new"])[2].rstrip().endswith("| False |")
 
 
+def test_a_set_without_the_cells_kernel_does_not_fail_the_bitwise_column():
+    # A partial variant directory: its row has an error and no timing.
+    missing = dict(row("dash-auto-det@part", None), bitwise_deterministic=None,
+                   error="no kernel for configuration")
+    results = [row("sdpa-cudnn", 400.0, det=False), row("dash-auto-det", 200.0), missing]
+    cells = [c.strip() for c in cv.table(results, ["part"])[2].strip("|").split("|")]
+    assert cells[5] == "-" and cells[-1] == "True"
+    # ... but a set that ran and was not bitwise equal still fails it.
+    results.append(row("dash-auto-det@bad", 210.0, det=False))
+    assert cv.table(results, ["part", "bad"])[2].rstrip().endswith("| False |")
+    # No deterministic row ran at all: nothing to say.
+    only = [row("sdpa-cudnn", 400.0, det=False), missing]
+    assert cv.table(only, ["part"])[2].rstrip().endswith("| - |")
+
+
 def test_variants_are_found_and_a_file_without_any_is_refused(tmp_path, capsys):
     results = [row("dash-auto-det", 1.0), row("dash-auto-det@a", 1.0),
                row("dash-spt-det@b", 1.0)]
