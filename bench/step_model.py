@@ -8,7 +8,9 @@ half rate each), wgmma groups (`issue`: one instruction per cycle into the
 SM's tensor pipe, which runs one instruction at a time in arrival order and
 accepts a new one only while fewer than `depth` wait; the warpgroup stalls at
 the issue otherwise, as the phase trace showed), `wait n` (at most n of its
-groups unfinished), the dS^T barrier (`bar`: both warpgroups), and the Q/dO
+groups unfinished), the dS^T barrier (`bar`: both warpgroups), a one-way
+signal (`post` a name for this step, `await` the other's post of this or an
+earlier step), and the Q/dO
 stage protocol (`full` waits for a step's stage, `release` frees one; the
 producer refills a stage `load` cycles after both warpgroups released it).
 
@@ -43,6 +45,7 @@ class Sim:
         sfu_users = []
         bars = {}                       # barrier id -> set of warpgroups waiting
         released = {}                   # step -> warpgroups that released it
+        posted = set()                  # (name, step) signalled by a "post"
         full_at = {s: 0 for s in range(self.stages)}  # step -> cycle its stage is full
         tensor_busy = 0
         limit = 10 ** 7
@@ -107,6 +110,13 @@ class Sim:
                     s = bars.setdefault(key, set())
                     s.add(wi)
                     if len(s) == 2:
+                        w["pc"] += 1
+                elif kind == "post":  # (name, this step) done, for the other
+                    posted.add((op[1], w["step"]))
+                    w["pc"] += 1
+                elif kind == "await":  # ("await", name, k): (name, step - k) posted
+                    k = op[2] if len(op) > 2 else 0
+                    if w["step"] - k < 0 or (op[1], w["step"] - k) in posted:
                         w["pc"] += 1
                 elif kind == "full":
                     s = op[1]
@@ -228,6 +238,30 @@ def early_st(d, after_handoff):
     return prog
 
 
+def dq_kv_split(d, store=500, add=900, stagger=0):
+    """dq-kv-split=1 (128-row Q tiles): no dS^T barrier; each warpgroup's dQ
+    covers the whole tile over its own KV rows; warpgroup 0 stores its
+    partial, warpgroup 1 waits for it and adds its own (two staging buffers:
+    warpgroup 0 reuses step n - 2's once warpgroup 1 has added into it).
+    `stagger`: warpgroup 1 starts that many cycles late. The store and add
+    costs are estimates (no phase trace of this form): 2x and ~3.5x the
+    shipped hand-off's 64-value staging, per 64 values."""
+    c = COST[d]
+
+    def prog(wg):
+        def p(n):
+            ops = [("alu", stagger)] if n == 0 and wg == 1 and stagger else []
+            ops += step_top(c, d, n) + [("wait", 1)] + exp2_pass(c) + dv_and_ds(c, d)
+            if wg == 0:
+                ops.append(("await", "added", 2))
+            ops += [("issue", "dQ", c["dq"]), ("issue", "dK", c["dk"]), ("wait", 1)]
+            ops += ([("alu", store), ("post", "stored")] if wg == 0 else
+                    [("await", "stored"), ("alu", add), ("post", "added")])
+            return ops + [("wait", 0), ("release", n)]
+        return p
+    return prog(0), prog(1)
+
+
 VARIANTS = {
     "shipped": shipped,
     "deferred-dk": lambda d: dk_in_next_step(d, interleaved=False),
@@ -237,7 +271,18 @@ VARIANTS = {
 }
 
 
+# Variants whose warpgroups run different programs (d = 64 only: 128-row Q
+# tiles). Measured even on the H200 (bench/NOTES.md section 19); modelled
+# even too, with or without a starting stagger (section 22).
+PAIRS = {
+    "dq-kv-split": dq_kv_split,
+    "dq-kv-split-staggered": lambda d: dq_kv_split(d, stagger=1600),
+}
+
+
 def model(d, variant, steps=12, depth=2, load=900):
+    if variant in PAIRS:
+        return Sim(list(PAIRS[variant](d)), steps, depth=depth, load=load).run()
     prog = VARIANTS[variant](d)
     return Sim([prog, prog], steps, depth=depth, load=load).run()
 
@@ -283,7 +328,7 @@ def main():
     print("|---|---|---|---|---|")
     for d in (64, 128):
         base = model(d, "shipped", depth=args.depth, load=args.load)["step"]
-        for v in VARIANTS:
+        for v in list(VARIANTS) + (list(PAIRS) if d == 64 else []):
             r = model(d, v, depth=args.depth, load=args.load)
             print("| %d | %s | %.0f | %+.1f%% | %.0f%% |"
                   % (d, v, r["step"], 100 * (r["step"] / base - 1), 100 * r["tensor_share"]))
