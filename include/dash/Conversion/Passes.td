@@ -128,8 +128,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     Option<"exp2Chunks", "exp2-chunks", "int64_t", /*default=*/"-1",
            "mma=wgmma: N > 1 splits each step's exp2 pass into N chunks "
            "whose FFMAs read the scale through the previous chunk's last "
-           "exp2 (c + min(p, 0) = c), so ptxas interleaves the pass's FFMAs "
-           "with its MUFU.EX2s instead of issuing every FFMA first; N must "
+           "exp2 (c + min(p, 0) = c), so ptxas cannot hoist every FFMA of "
+           "the pass ahead of its MUFU.EX2s; N must "
            "divide the thread's S^T values (64 at D = 64, 32 at D = 128); 1 "
            "is one pass; -1: the default (8 at 128-row Q tiles, else 1)">,
     Option<"dqKvSplit", "dq-kv-split", "int64_t", /*default=*/"-1",
