@@ -242,6 +242,15 @@ std::string parseManifest(const std::string &text, const std::string &path,
     m.dkdvDirect = direct->boolean;
   }
 
+  if (const json::Value *inMain = root.get("dq_in_main")) {
+    if (!inMain->isBool())
+      return "field \"dq_in_main\" must be true or false";
+    m.dqInMain = inMain->boolean;
+    if (m.dqInMain && !(m.deterministic && m.usesTensorMaps() && m.dkdvDirect))
+      return "field \"dq_in_main\": true needs a deterministic TMA kernel "
+             "that writes dk/dv itself (\"dkdv_direct\")";
+  }
+
   if (const json::Value *map = root.get("dq_accum_map")) {
     if (!map->isString() || (map->string != "tiles" && map->string != "panels8" &&
                              map->string != "swizzle128x32"))

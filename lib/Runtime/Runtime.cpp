@@ -321,10 +321,11 @@ struct WsKernel {
                            // stats rows padded for them
   bool dqTiles = false;    // dq_accum in the "tiles" layout: rows padded to
                            // whole Q tiles
+  bool dqTicket = false;   // dq_in_main: an i32 ticket after the semaphores
 };
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps(),
-          m.dqAccumMap == Manifest::DqAccumMap::Tiles};
+          m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain};
 }
 
 /// The seven maps (q, k, v, dO loads; dq_accum reduce-adds; lse_log2, dPsum
@@ -364,7 +365,7 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
       {Role::DVAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
       {Role::DPSum, {s.B, s.Hq, statRows, 0}, 3, k.blockM, 4},
       {Role::LseLog2, {s.B, s.Hq, statRows, 0}, 3, k.blockM, 4},
-      {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, 0, 4},
+      {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, k.dqTicket ? 1 : 0, 4},
   };
   if (k.tensorMaps)
     bufs.push_back({Role::TensorMaps, {kTensorMaps * kTensorMapWords, 0, 0, 0},
@@ -1337,7 +1338,9 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   if (launched == DASH_SUCCESS)
     launched = launchOne(rt, ck.main, "main", m, plan.G, m.main.sharedBytes,
                          stream, params);
-  if (launched == DASH_SUCCESS)
+  // dq_in_main kernels wrote dq; their postprocess only sums GQA's dk/dv.
+  const bool post = !(m.dqInMain && m.dkdvDirect && s.Hq == s.Hkv);
+  if (launched == DASH_SUCCESS && post)
     launched = launchOne(rt, ck.post, "postprocess", m,
                          gridStride(postWork, m.threads, sms),
                          m.postprocess.sharedBytes, stream, params);

@@ -189,7 +189,7 @@ TEST_F(MockDriverTest, LaunchesThreeKernelsWithThePackedAbi) {
 // (TMA loads of q, k, v, dO, TMA reduce-adds into dq_accum) and, unless
 // empty, the dq_accum view `dqMap`.
 void writeTmaKernel(const std::string &dir, const std::string &name,
-                    const std::string &dqMap) {
+                    const std::string &dqMap, const std::string &extra = "") {
   std::ifstream in(kernelDir() + "/" + name + ".json");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   const std::string scale = "\"name\": \"scale\",";
@@ -200,6 +200,8 @@ void writeTmaKernel(const std::string &dir, const std::string &name,
                       "\"elt\": \"i64\"}");
   if (!dqMap.empty())
     text.insert(text.find('{') + 1, "\"dq_accum_map\": \"" + dqMap + "\",");
+  text.insert(text.find('{') + 1, extra); // more top-level fields
+
   std::ofstream(dir + "/" + name + ".json") << text;
   std::ifstream cubin(kernelDir() + "/" + name + ".cubin", std::ios::binary);
   std::ofstream(dir + "/" + name + ".cubin", std::ios::binary) << cubin.rdbuf();
@@ -217,10 +219,10 @@ protected:
     mock.reset(132, 1, kSlots + 5); // + the rank-1 tensor_maps descriptor
   }
   // (Re)writes the kernel with dq_accum view `dqMap` and opens a runtime.
-  void load(const std::string &dqMap) {
+  void load(const std::string &dqMap, const std::string &extra = "") {
     dash_runtime_destroy(rt);
     rt = nullptr;
-    writeTmaKernel(dir, name, dqMap);
+    writeTmaKernel(dir, name, dqMap, extra);
     ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
         << dash_runtime_last_error(nullptr);
   }
@@ -448,6 +450,34 @@ TEST_F(MockDriverTensorMaps, DqAccumTilesArePaddedAndNeedNoMap) {
         << slot;
   // The padded rows are in the workspace the call reports.
   EXPECT_GE(info.workspace_bytes, B * H * 256 * D * 4);
+}
+
+// dq_in_main kernels write dq in the main kernel: without GQA a call launches
+// no postprocess (with GQA it still sums dk/dv), and the semaphore buffer has
+// room for the tile ticket after its B * H * M words.
+TEST_F(MockDriverTensorMaps, DqInMainSkipsThePostprocessWithoutGqa) {
+  load("tiles", "\"dkdv_direct\": true, \"dq_in_main\": true,");
+  // B * H * M * 4 = 1024 B, a multiple of the workspace's 256-B alignment:
+  // without the ticket's word the tensor maps would start right after.
+  const int64_t B = 2, S = 2048, H = 4, D = 128, M = S / 64;
+  for (int64_t Hkv : {H, int64_t(2)}) {
+    const size_t before = mock.launches()->size();
+    dash_bwd_args a = makeArgs(B, S, S, H, Hkv, D);
+    ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
+        << dash_runtime_last_error(rt);
+    const auto &L = *mock.launches();
+    ASSERT_EQ(L.size() - before, Hkv == H ? 2u : 3u) << "Hkv = " << Hkv;
+    EXPECT_EQ(L[before].function, "dash_bwd_preprocess");
+    EXPECT_EQ(L[before + 1].function, "dash_bwd_main");
+    if (Hkv != H)
+      EXPECT_EQ(L.back().function, "dash_bwd_postprocess");
+    // semaphores (parameter 14), then the tensor maps (last).
+    const std::vector<uint64_t> &P = L[before + 1].params;
+    const size_t sem = 64 + 3 * 11 + 3 * 11 + 2 * 9;
+    EXPECT_EQ(P[sem + 3], uint64_t(B));
+    EXPECT_EQ(P[sem + 5], uint64_t(M));
+    EXPECT_GE(P[kSlots] - P[sem], uint64_t(B * H * M * 4 + 4)) << "Hkv = " << Hkv;
+  }
 }
 
 TEST_F(MockDriverTest, RequestedGridSizeAndItsLimit) {

@@ -180,6 +180,15 @@ TEST(Manifest, MalformedFieldsAreNamed) {
        "\"model.read_fraction\" must be a number in (0, 1]"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dkdv_direct\": 1"),
        "\"dkdv_direct\" must be true or false"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dq_in_main\": 1"),
+       "\"dq_in_main\" must be true or false"},
+      // dq_in_main needs the semaphores' ticket and the TMA kernels' layout.
+      {replaced(good, "\"threads\": 256",
+                "\"threads\": 256, \"dkdv_direct\": true, \"dq_in_main\": true"),
+       "\"dq_in_main\": true needs a deterministic TMA kernel"},
+      {replaced(withTensorMaps(good, "i64", 1), "\"threads\": 256",
+                "\"threads\": 256, \"dq_in_main\": true"),
+       "that writes dk/dv itself"},
       {withTensorMaps(good, "i64", 2), "\"tensor_maps\" must have rank 1"},
       {withTensorMaps(good, "f32", 1), "\"tensor_maps\" must have elt \"i64\""},
       {replaced(withTensorMaps(good, "i64", 1), "\"head_dim\": 128", "\"head_dim\": 96"),
@@ -229,6 +238,20 @@ TEST(Manifest, DirectDkDvFlag) {
                           "x.json", m),
             "");
   EXPECT_TRUE(m.dkdvDirect);
+}
+
+TEST(Manifest, DqInMainFlag) {
+  Manifest m;
+  ASSERT_EQ(parseManifest(replaced(withTensorMaps(readText(goodPath()), "i64", 1),
+                                   "\"threads\": 256",
+                                   "\"threads\": 256, \"dkdv_direct\": true, "
+                                   "\"dq_in_main\": true"),
+                          "x.json", m),
+            "");
+  EXPECT_TRUE(m.dqInMain);
+  Manifest plain;
+  ASSERT_EQ(parseManifest(readText(goodPath()), "x.json", plain), "");
+  EXPECT_FALSE(plain.dqInMain); // optional, false when absent
 }
 
 TEST(Manifest, MissingRequiredParameter) {

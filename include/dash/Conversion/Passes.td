@@ -152,6 +152,15 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "S^T's at -lse_log2 / (scale log2 e), so P = exp2(scale log2 e * "
            "acc); 0: neither; -1: the default, 1 on 128-row Q tiles (D = 64, "
            "where the statistics were read at use), else 0">,
+    Option<"dqInMain", "dq-in-main", "int64_t", /*default=*/"-1",
+           "deterministic kernels with mma=wgmma and loads=tma: 1 makes the "
+           "main kernel write dQ: once a unit's walk is done, its MMA "
+           "warpgroups take finished dQ tiles from a ticket counter (a tile "
+           "is finished when its semaphore reaches the number of KV tiles "
+           "covering it), scale them and store them in the output type, so "
+           "the units left idle by the last round do the postprocess's dQ "
+           "pass, which then runs only for GQA's dK/dV; 0: the postprocess "
+           "writes dQ; -1: the default, 1 where allowed">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

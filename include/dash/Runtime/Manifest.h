@@ -73,6 +73,10 @@ struct Manifest {
   /// Optional "dkdv_direct": the main kernel writes dk/dv itself when
   /// H_q == H_kv, so dk_accum/dv_accum need no rows then.
   bool dkdvDirect = false;
+  /// Optional "dq_in_main": the main kernel writes dq itself (deterministic
+  /// TMA kernels, from a ticket word after the semaphores), so the
+  /// postprocess only runs for GQA's dk/dv.
+  bool dqInMain = false;
   /// TMA kernels: the view of dq_accum their reduce-adds expect. Optional
   /// "dq_accum_map": "tiles" (each Q tile's block_m rows hold the tile in
   /// the kernel's staging order, added by 1-D bulk reduce-adds: rows padded

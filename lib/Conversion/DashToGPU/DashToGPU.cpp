@@ -209,6 +209,17 @@ struct ConvertDashToGPUPass
       return failure();
     if (ablateExp2 == 1 && !useWgmma)
       return op.emitOpError() << "ablate-exp2=1 needs mma=wgmma";
+    if (failed(checkOption("dq-in-main", dqInMain, -1, 1, "0 or 1")))
+      return failure();
+    // It needs the semaphores (a tile is finished when its semaphore
+    // reaches the tile's KV count) and the tiles layout of dq_accum.
+    bool detTma = tmaWgmma && op.getDeterministic();
+    if (dqInMain == 1 && !detTma)
+      return op.emitOpError() << "dq-in-main=1 needs a deterministic kernel "
+                                 "with mma=wgmma and loads=tma (a dQ tile is "
+                                 "known finished by its semaphore)";
+    // Default on: the units the last round leaves idle do the dQ pass.
+    bool dqMain = detTma && dqInMain != 0;
     if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
       return failure();
     if (traceTimeline != 0 && !tmaWgmma)
@@ -267,7 +278,7 @@ struct ConvertDashToGPUPass
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
-                            ablateExp2 == 1};
+                            ablateExp2 == 1, dqMain};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -321,6 +332,8 @@ struct ConvertDashToGPUPass
         config.append("stats_in_acc", b.getI64IntegerAttr(statsAcc));
       if (kvSplit)
         config.append("wg_turns", b.getBoolAttr(turns));
+      if (tma && op.getDeterministic())
+        config.append("dq_in_main", b.getBoolAttr(dqMain));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }
@@ -351,6 +364,7 @@ struct ConvertDashToGPUPass
       dqInit.causalBottomRight =
           op.getMask() == Mask::Causal &&
           op.getEffectiveAlign() == CausalAlign::BottomRight;
+      dqInit.dqTicket = dqMain;
     }
     buildPreprocess(b, loc, argTypes, D, nthreads, dqLayout, dqInit);
     if (useWgmma)
@@ -361,7 +375,7 @@ struct ConvertDashToGPUPass
       buildMainSimt(b, loc, argTypes, op, D, bm, bn, nthreads,
                     debugSpinLimit);
     buildPostprocess(b, loc, argTypes, D, nthreads, /*dkdvDirect=*/useWgmma,
-                     dqLayout);
+                     dqLayout, dqMain);
     op.erase();
     return success();
   }

@@ -409,6 +409,11 @@ struct DqAccumLayout {
   int64_t panelFloats() const { return kPartRows * kPanelCols; }
 };
 
+/// The float offset of dQ tile element (r, col) in its tile of the "tiles"
+/// layout (`col` a multiple of kPanelCols: 8 contiguous floats follow), as
+/// the main kernel's staging buffers hold it (PrePost.cpp).
+Value dqTileFloat(Kernel &k, const DqAccumLayout &l, Value r, Value col);
+
 /// Which dq_accum rows the preprocess zeroes: all of them (rows padded to
 /// whole tiles included), unless every Q tile's first hand-off in the
 /// deterministic order stores rather than adds (the deterministic TMA WGMMA
@@ -418,7 +423,24 @@ struct DqAccumLayout {
 struct DqAccumInit {
   bool rankZeroStores = false;
   bool causalBottomRight = false;
+  /// dq-in-main kernels: the preprocess also zeroes the dQ tile ticket, the
+  /// word after the semaphores (dqTicketPtr).
+  bool dqTicket = false;
 };
+
+/// The dQ tile ticket of dq-in-main kernels: the i32 right after the B * H *
+/// M semaphores (the runtime gives the semaphore buffer one word of slack).
+inline Value dqTicketPtr(Kernel &k) {
+  LoopGen &g = k.g;
+  Value n = g.mul(g.mul(k.dim(kSem, 0), k.dim(kSem, 1)), k.dim(kSem, 2));
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(k.b, k.loc, k.arg(kSem));
+  Value at = g.add(base, g.mul(n, g.idx(4)));
+  return LLVM::IntToPtrOp::create(
+      k.b, k.loc, LLVM::LLVMPointerType::get(k.b.getContext()),
+      arith::IndexCastOp::create(k.b, k.loc, k.b.getI64Type(), at)
+          .getResult());
+}
 
 /// The elementwise kernels around the main one (PrePost.cpp): dPsum,
 /// lse_log2 and zeroed workspace; dQ (and, from the workspace, dK/dV) in
@@ -427,9 +449,11 @@ struct DqAccumInit {
 void buildPreprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                      int64_t d, int64_t threads, DqAccumLayout dqLayout,
                      DqAccumInit dqInit);
+/// dqInMain: the main kernel writes dQ; the postprocess then only sums
+/// GQA's dK/dV.
 void buildPostprocess(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                       int64_t d, int64_t threads, bool dkdvDirect,
-                      DqAccumLayout dqLayout);
+                      DqAccumLayout dqLayout, bool dqInMain);
 
 /// The CUDA-core main kernel (MainSimt.cpp): any tile, `threads` threads.
 void buildMainSimt(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
@@ -504,6 +528,9 @@ struct WgmmaConfig {
   int64_t exp2Chunks = 1;
   /// Diagnostic, wrong gradients: P without its exp2 (ablate-exp2=1).
   bool ablateExp2 = false;
+  /// Deterministic TMA kernels: the MMA warpgroups convert finished dQ
+  /// tiles after their walk (dq-in-main=1; WgmmaDqConvert.cpp).
+  bool dqInMain = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -67,6 +67,20 @@ struct WgmmaMain {
   void emitReducers();
   void emitProducer();
   void emitMma();
+  /// dq-in-main: after the walk, the MMA threads (`t` in [0, 256)) convert
+  /// finished dQ tiles drawn from the ticket (WgmmaDqConvert.cpp).
+  void emitDqConvert(Value t);
+  /// The KV tiles covering Q tile q: the final value of its semaphore.
+  Value coveringKVTiles(Value q);
+  /// Thread t's chunks of one dQ tile of dq_accum: rows, first columns and
+  /// the f32 sums (two 4-vectors per chunk).
+  struct DqTileChunks {
+    SmallVector<Value> rows, cols, sums;
+  };
+  DqTileChunks loadDqTile(Value tile32, Value t);
+  /// Scaled, as bf16 into dq (bb, rows of Q tile q, h), where `valid`.
+  void storeDqTile(const DqTileChunks &c, Value bb, Value h, Value q,
+                   Value valid);
 
   OpBuilder &b;
   Location loc;

@@ -254,16 +254,8 @@ void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
 }
 } // namespace
 
-/// The memref indices of dq_accum's element for dQ (bb, h, s, col): `col`
-/// the first of a lane's V = 8 columns, which are one row of one 8-column
-/// panel in the tiles layout, so the lane's access stays one vector (and
-/// the 32 / lanes rows of a warp are consecutive 32-byte rows of each
-/// panel). Every extent is a power of two: shifts and masks, no
-/// division per row.
-static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
-                                       Value bb, Value h, Value s, Value col) {
-  if (!l.tiles())
-    return {bb, h, s, col};
+Value mlir::dash::detail::dqTileFloat(Kernel &k, const DqAccumLayout &l,
+                                      Value r, Value col) {
   LoopGen &g = k.g;
   auto log2 = [](int64_t n) {
     assert(llvm::isPowerOf2_64(n) && "a power-of-two extent");
@@ -281,7 +273,6 @@ static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
   };
   const int64_t rows = DqAccumLayout::kPartRows,
                 cols = DqAccumLayout::kPanelCols;
-  Value r = low(s, l.tileRows), q0 = g.sub(s, r);
   Value part, rp, cp;
   if (l.partsByRows()) {
     part = shr(r, rows);
@@ -293,10 +284,30 @@ static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
     cp = low(col, l.partCols());
   }
   // part * partFloats + (cp / 8) * panelFloats + rp * 8 + cp % 8
-  Value f = g.add(g.add(shl(part, l.partFloats()),
-                        shl(shr(cp, cols), l.panelFloats())),
-                  g.add(shl(rp, cols), low(cp, cols)));
-  return {bb, h, g.add(q0, shr(f, l.d)), low(f, l.d)};
+  return g.add(g.add(shl(part, l.partFloats()),
+                     shl(shr(cp, cols), l.panelFloats())),
+               g.add(shl(rp, cols), low(cp, cols)));
+}
+
+/// The memref indices of dq_accum's element for dQ (bb, h, s, col): `col`
+/// the first of a lane's V = 8 columns, which are one row of one 8-column
+/// panel in the tiles layout, so the lane's access stays one vector (and
+/// the 32 / lanes rows of a warp are consecutive 32-byte rows of each
+/// panel). Every extent is a power of two: shifts and masks, no
+/// division per row.
+static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
+                                       Value bb, Value h, Value s, Value col) {
+  if (!l.tiles())
+    return {bb, h, s, col};
+  LoopGen &g = k.g;
+  assert(llvm::isPowerOf2_64(l.tileRows) && llvm::isPowerOf2_64(l.d));
+  Value r = arith::AndIOp::create(k.b, k.loc, s, g.idx(l.tileRows - 1));
+  Value q0 = g.sub(s, r);
+  Value f = dqTileFloat(k, l, r, col);
+  Value fRow = arith::ShRUIOp::create(k.b, k.loc, f,
+                                      g.idx(int64_t(llvm::Log2_64(l.d))));
+  return {bb, h, g.add(q0, fRow),
+          arith::AndIOp::create(k.b, k.loc, f, g.idx(l.d - 1))};
 }
 
 void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
@@ -375,6 +386,15 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                            {bb, h, s, row.col(lane)});
                });
     zeroFlat(k, k.arg(kSem));
+    if (dqInit.dqTicket) // the word after the semaphores, by one thread
+      g.when(g.andI(k.isThread0(),
+                    g.lt(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                         g.idx(1))),
+             [&] {
+               LLVM::StoreOp::create(
+                   b, loc, arith::ConstantIntOp::create(b, loc, 0, 32),
+                   dqTicketPtr(k), 4);
+             });
   };
   buildRowKernel(b, loc, "dash_bwd_preprocess", argTypes, D, threads, body);
 }
@@ -382,13 +402,15 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
 void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
                                           ArrayRef<Type> argTypes, int64_t D,
                                           int64_t threads, bool dkdvDirect,
-                                          DqAccumLayout dqLayout) {
+                                          DqAccumLayout dqLayout,
+                                          bool dqInMain) {
   auto body = [&](Kernel &k, RowAccess &row) {
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
           Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
     Value scale = row.splat(k.arg(kScale));
-    warpRows(
+    if (!dqInMain) // else the main kernel wrote dQ (WgmmaDqConvert.cpp)
+      warpRows(
         k, row, B, H, Sq, kPostGroupsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
           return SmallVector<Value>{

@@ -57,6 +57,10 @@ static_assert(kBarFull + kBarBufStride + kBarWgStride < kBarDsWg &&
                   kBarDsWg + 1 < kBarTurn && kBarTurn + 1 < 16,
               "16 named barriers");
 
+// dq-in-main: consecutive dQ tiles per ticket (WgmmaDqConvert.cpp): their
+// loads in flight together (4 x 8 16-byte loads per MMA thread).
+constexpr int64_t kDqTilesPerTicket = 4;
+
 // mbarriers of the TMA kernels (loads=tma), index into SmemLayout::bar:
 // FULL_Q / EMPTY_Q of the two Q/dO/lse/dPsum stages, FULL_KV / EMPTY_KV.
 constexpr int kFullQ = 0, kEmptyQ = 2, kFullKV = 4, kEmptyKV = 5,

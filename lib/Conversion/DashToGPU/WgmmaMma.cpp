@@ -878,6 +878,8 @@ void WgmmaMain::emitMma() {
     g.when(g.lt(tidMma, g.idx(128)), finalWaits);
   else
     finalWaits();
+  if (config.dqInMain)
+    emitDqConvert(tidMma);
   traceThread([&] {
     trace(kTraceEndNs, nanoseconds());
     trace(kTraceEndClock, clock());

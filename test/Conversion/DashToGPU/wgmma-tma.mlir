@@ -16,7 +16,7 @@
 // One dQ staging buffer (dq-buffers=1; one reducer warp, constant barrier
 // ids): 32 KiB back at D = 64. The default there is two, beside two dS^T
 // buffers. Other counts and cp.async kernels are refused.
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=DQ1
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=1 dq-in-main=0" --canonicalize --cse | FileCheck %s --check-prefix=DQ1
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DQ2D64
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=3" 2>&1 | FileCheck %s --check-prefix=DQ3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async dq-buffers=1" 2>&1 | FileCheck %s --check-prefix=DQ1CPASYNC
@@ -313,8 +313,8 @@
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DQ1-NOT: ro(%c1_i32, %c256_i32
 // DQ1: scf.yield
-// The MMA side's final wait on its part of the one staging buffer, then one
-// reducer warp, which waits for each part (FULL barriers 3 and 5, constant
+// The MMA side's final wait on its part of the one staging buffer (last,
+// without dq-in-main's tail), then one reducer warp, which waits for each part (FULL barriers 3 and 5, constant
 // ids), adds it, and frees both (EMPTY 2 and 4).
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%{{.*}}, %c160_i32
 // DQ1-NEXT: } else {
