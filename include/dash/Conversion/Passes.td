@@ -143,7 +143,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "with dq-kv-split=1: 1 makes the MMA warpgroups take turns issuing "
            "each step's S^T and dP^T (named barriers), so one warpgroup's "
            "exp2 and dS math runs under the other's products instead of both "
-           "at once; 0: no turns; -1: the default, 0 (measured even)">,
+           "at once; 0: no turns; -1: the default, 0 (measured even in "
+           "bench/NOTES.md section 15, 26-35% slower in section 23)">,
     Option<"statsInAcc", "stats-in-acc", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: the row statistics as accumulator "
            "starts instead of operands of the elementwise passes: 1 starts "
