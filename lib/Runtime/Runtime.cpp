@@ -1338,8 +1338,9 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   if (launched == DASH_SUCCESS)
     launched = launchOne(rt, ck.main, "main", m, plan.G, m.main.sharedBytes,
                          stream, params);
-  // dq_in_main kernels wrote dq; their postprocess only sums GQA's dk/dv.
-  const bool post = !(m.dqInMain && m.dkdvDirect && s.Hq == s.Hkv);
+  // dq_in_main kernels (dkdv_direct, the manifest checks) wrote dq; their
+  // postprocess only sums GQA's dk/dv.
+  const bool post = !(m.dqInMain && s.Hq == s.Hkv);
   if (launched == DASH_SUCCESS && post)
     launched = launchOne(rt, ck.post, "postprocess", m,
                          gridStride(postWork, m.threads, sms),

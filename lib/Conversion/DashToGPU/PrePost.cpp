@@ -254,39 +254,41 @@ void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
 }
 } // namespace
 
+/// Shifts and masks by power-of-two extents (the tiles layout's are).
+static int64_t log2Of(int64_t n) {
+  assert(llvm::isPowerOf2_64(n) && "a power-of-two extent");
+  return int64_t(llvm::Log2_64(n));
+}
+static Value shrBy(Kernel &k, Value x, int64_t n) { // x / n
+  return arith::ShRUIOp::create(k.b, k.loc, x, k.g.idx(log2Of(n)));
+}
+static Value shlBy(Kernel &k, Value x, int64_t n) { // x * n
+  return arith::ShLIOp::create(k.b, k.loc, x, k.g.idx(log2Of(n)));
+}
+static Value lowBits(Kernel &k, Value x, int64_t n) { // x % n
+  (void)log2Of(n); // asserts the power of two
+  return arith::AndIOp::create(k.b, k.loc, x, k.g.idx(n - 1));
+}
+
 Value mlir::dash::detail::dqTileFloat(Kernel &k, const DqAccumLayout &l,
                                       Value r, Value col) {
   LoopGen &g = k.g;
-  auto log2 = [](int64_t n) {
-    assert(llvm::isPowerOf2_64(n) && "a power-of-two extent");
-    return int64_t(llvm::Log2_64(n));
-  };
-  auto shr = [&](Value x, int64_t n) -> Value {
-    return arith::ShRUIOp::create(k.b, k.loc, x, g.idx(log2(n)));
-  };
-  auto low = [&](Value x, int64_t n) -> Value {
-    (void)log2(n); // asserts the power of two
-    return arith::AndIOp::create(k.b, k.loc, x, g.idx(n - 1));
-  };
-  auto shl = [&](Value x, int64_t n) -> Value {
-    return arith::ShLIOp::create(k.b, k.loc, x, g.idx(log2(n)));
-  };
   const int64_t rows = DqAccumLayout::kPartRows,
                 cols = DqAccumLayout::kPanelCols;
   Value part, rp, cp;
   if (l.partsByRows()) {
-    part = shr(r, rows);
-    rp = low(r, rows);
+    part = shrBy(k, r, rows);
+    rp = lowBits(k, r, rows);
     cp = col;
   } else {
-    part = shr(col, l.partCols());
+    part = shrBy(k, col, l.partCols());
     rp = r;
-    cp = low(col, l.partCols());
+    cp = lowBits(k, col, l.partCols());
   }
   // part * partFloats + (cp / 8) * panelFloats + rp * 8 + cp % 8
-  return g.add(g.add(shl(part, l.partFloats()),
-                     shl(shr(cp, cols), l.panelFloats())),
-               g.add(shl(rp, cols), low(cp, cols)));
+  return g.add(g.add(shlBy(k, part, l.partFloats()),
+                     shlBy(k, shrBy(k, cp, cols), l.panelFloats())),
+               g.add(shlBy(k, rp, cols), lowBits(k, cp, cols)));
 }
 
 /// The memref indices of dq_accum's element for dQ (bb, h, s, col): `col`
@@ -299,15 +301,9 @@ static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
                                        Value bb, Value h, Value s, Value col) {
   if (!l.tiles())
     return {bb, h, s, col};
-  LoopGen &g = k.g;
-  assert(llvm::isPowerOf2_64(l.tileRows) && llvm::isPowerOf2_64(l.d));
-  Value r = arith::AndIOp::create(k.b, k.loc, s, g.idx(l.tileRows - 1));
-  Value q0 = g.sub(s, r);
+  Value r = lowBits(k, s, l.tileRows), q0 = k.g.sub(s, r);
   Value f = dqTileFloat(k, l, r, col);
-  Value fRow = arith::ShRUIOp::create(k.b, k.loc, f,
-                                      g.idx(int64_t(llvm::Log2_64(l.d))));
-  return {bb, h, g.add(q0, fRow),
-          arith::AndIOp::create(k.b, k.loc, f, g.idx(l.d - 1))};
+  return {bb, h, k.g.add(q0, shrBy(k, f, l.d)), lowBits(k, f, l.d)};
 }
 
 void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
@@ -409,18 +405,22 @@ void mlir::dash::detail::buildPostprocess(OpBuilder &b, Location loc,
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
           Sk = k.dim(kK, 1), Hkv = k.dim(kK, 2);
     Value scale = row.splat(k.arg(kScale));
-    if (!dqInMain) // else the main kernel wrote dQ (WgmmaDqConvert.cpp)
+    // dQ, unless the main kernel wrote it (dq-in-main, WgmmaDqConvert.cpp).
+    auto dqPass = [&] {
       warpRows(
-        k, row, B, H, Sq, kPostGroupsInFlight,
-        [&](Value bb, Value h, Value s, Value lane) {
-          return SmallVector<Value>{
-              row.load(k.arg(kDqAcc),
-                       dqAccumIndex(k, dqLayout, bb, h, s, row.col(lane)))};
-        },
-        [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
-          row.store(arith::MulFOp::create(b, loc, in[0], scale), k.arg(kDq),
-                    {bb, s, h, row.col(lane)});
-        });
+          k, row, B, H, Sq, kPostGroupsInFlight,
+          [&](Value bb, Value h, Value s, Value lane) {
+            return SmallVector<Value>{
+                row.load(k.arg(kDqAcc),
+                         dqAccumIndex(k, dqLayout, bb, h, s, row.col(lane)))};
+          },
+          [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
+            row.store(arith::MulFOp::create(b, loc, in[0], scale), k.arg(kDq),
+                      {bb, s, h, row.col(lane)});
+          });
+    };
+    if (!dqInMain)
+      dqPass();
     // dK/dV from the per-query-head accumulators; a kernel that writes them
     // itself (dkdvDirect) does so unless H != H_kv.
     scf::IfOp gqaOnly;

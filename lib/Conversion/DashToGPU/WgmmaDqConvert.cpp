@@ -129,16 +129,17 @@ void WgmmaMain::emitDqConvert(Value t) {
     return w.loadHandOff(slot);
   };
   Value first = broadcast(draw());
-  // The tile of group `cur`'s slot i, clamped into range (a group past the
-  // last tile loads the last one and stores nothing), and its coordinates.
+  // The tile of group `cur`'s slot i (index), clamped into range (a group
+  // past the last tile loads the last one and stores nothing), and its
+  // coordinates.
   struct Tile {
     Value valid, tile32, bb, h, q;
   };
-  auto tileOf = [&](Value cur, int64_t i, Value lane) -> Tile {
-    Value raw = g.add(g.mul(arith::IndexCastOp::create(b, loc,
-                                                       b.getIndexType(), cur),
-                            g.idx(kDqTilesPerTicket)),
-                      lane ? lane : g.idx(i));
+  auto tileOf = [&](Value cur, Value i) -> Tile {
+    Value raw =
+        g.add(g.mul(arith::IndexCastOp::create(b, loc, b.getIndexType(), cur),
+                    g.idx(kDqTilesPerTicket)),
+              i);
     Value valid = g.lt(raw, tiles);
     Value tile = g.minIdx(raw, g.sub(tiles, g.idx(1)));
     Value q = g.rem(tile, M), bh = g.div(tile, M);
@@ -166,7 +167,7 @@ void WgmmaMain::emitDqConvert(Value t) {
         // after its adds completed, with a proxy fence); the acquire and the
         // barrier order every thread's loads after that.
         g.when(g.lt(t, g.idx(kDqTilesPerTicket)), [&] {
-          Tile own = tileOf(cur, 0, t);
+          Tile own = tileOf(cur, t);
           g.when(own.valid, [&] {
             k.spinUntil(w.linearPtr(kSem, own.tile32, 4),
                         coveringKVTiles(own.q), {unit, own.bb, own.h, own.q});
@@ -178,7 +179,7 @@ void WgmmaMain::emitDqConvert(Value t) {
         SmallVector<Tile> group;
         SmallVector<DqTileChunks> sums;
         for (int64_t i = 0; i < kDqTilesPerTicket; ++i) {
-          group.push_back(tileOf(cur, i, Value()));
+          group.push_back(tileOf(cur, g.idx(i)));
           sums.push_back(loadDqTile(group.back().tile32, t));
         }
         for (int64_t i = 0; i < kDqTilesPerTicket; ++i)
