@@ -113,11 +113,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "
            "default (1)">,
     Option<"earlyDv", "early-dv", "int64_t", /*default=*/"-1",
-           "mma=wgmma on 128-row Q tiles (D = 64): 1 issues dV += P^T dO "
+           "mma=wgmma: on 128-row Q tiles (D = 64) 1 issues dV += P^T dO "
            "as soon as P is packed, under the dS pass, which then reads P "
            "back from its bf16 pairs; 0 issues dV after the dS pass (P's f32 "
            "values, its bf16 pairs and dP^T would not fit together); -1: the "
-           "default. 64-row tiles always issue dV early">,
+           "default. 64-row tiles issue dV inside the exp2 pass unless "
+           "early-dv=0, which issues it after the dS pass and its proxy "
+           "fence">,
     Option<"earlySt", "early-st", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 issues the next step's S^T = K Q^T "
            "as soon as this step's dQ is complete, before its dQ hand-off "
@@ -143,8 +145,10 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "with dq-kv-split=1: 1 makes the MMA warpgroups take turns issuing "
            "each step's S^T and dP^T (named barriers), so one warpgroup's "
            "exp2 and dS math runs under the other's products instead of both "
-           "at once; 0: no turns; -1: the default, 0 (measured even in "
-           "bench/NOTES.md section 15, 26-35% slower in section 23)">,
+           "at once, the turn passing once S^T is done; 2 passes it once the "
+           "exp2 pass is done (the two passes never share the SFU); 0: no "
+           "turns; -1: the default, 0 (bench/NOTES.md section 24: both "
+           "slower than the default)">,
     Option<"statsInAcc", "stats-in-acc", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: the row statistics as accumulator "
            "starts instead of operands of the elementwise passes: 1 starts "

@@ -107,13 +107,14 @@ struct ConvertDashToGPUPass
                 "tiles (D = 64; got "
              << bm << " rows at D = " << D << ")";
     bool kvSplit = dqKvSplit == 1;
-    if (failed(checkOption("wg-turns", wgTurns, -1, 1, "0 or 1")))
+    if (failed(checkOption("wg-turns", wgTurns, -1, 2, "0, 1 or 2")))
       return failure();
     // With dQ split by rows the warpgroups meet at the dS^T barrier every
     // step: turns would only add a second meeting.
-    if (wgTurns == 1 && !kvSplit)
-      return op.emitOpError() << "wg-turns=1 needs dq-kv-split=1";
-    bool turns = wgTurns == 1;
+    if (wgTurns > 0 && !kvSplit)
+      return op.emitOpError() << "wg-turns=" << int64_t(wgTurns)
+                              << " needs dq-kv-split=1";
+    int64_t turns = wgTurns > 0 ? int64_t(wgTurns) : 0;
     if (failed(checkOption("stats-in-acc", statsInAcc, -1, 2, "0, 1 or 2")))
       return failure();
     if (statsInAcc > 0 && !tmaWgmma)
@@ -205,6 +206,8 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "early-dv=1 needs mma=wgmma with 128-row Q "
                                  "tiles (64-row tiles issue dV early anyway)";
     bool dvEarly = useWgmma && bm == 128 && earlyDv == 1;
+    // 64-row tiles issue dV inside the exp2 pass unless early-dv=0.
+    bool dvLate = useWgmma && bm == 64 && earlyDv == 0;
     if (failed(checkOption("ablate-exp2", ablateExp2, 0, 1, "1")))
       return failure();
     if (ablateExp2 == 1 && !useWgmma)
@@ -278,7 +281,7 @@ struct ConvertDashToGPUPass
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
-                            ablateExp2 == 1, dqMain};
+                            ablateExp2 == 1, dqMain, dvLate};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -313,8 +316,7 @@ struct ConvertDashToGPUPass
     if (useWgmma) {
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
       config.append("ds_stmatrix", b.getBoolAttr(dsStm));
-      if (bm == 128)
-        config.append("early_dv", b.getBoolAttr(dvEarly));
+      config.append("early_dv", b.getBoolAttr(bm == 128 ? dvEarly : !dvLate));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       if (tma)
         config.append("early_st", b.getBoolAttr(stEarly));
@@ -331,7 +333,7 @@ struct ConvertDashToGPUPass
       if (tma)
         config.append("stats_in_acc", b.getI64IntegerAttr(statsAcc));
       if (kvSplit)
-        config.append("wg_turns", b.getBoolAttr(turns));
+        config.append("wg_turns", b.getI64IntegerAttr(turns));
       if (tma && op.getDeterministic())
         config.append("dq_in_main", b.getBoolAttr(dqMain));
       if (traceTimeline != 0)

@@ -500,8 +500,9 @@ struct WgmmaConfig {
   /// warpgroups never meet at a dS^T barrier (dq-kv-split=1).
   bool dqKvSplit = false;
   /// With dqKvSplit: the warpgroups take turns issuing each step's S^T and
-  /// dP^T, so their exp2/dS math alternates with the other's products.
-  bool wgTurns = false;
+  /// dP^T, so their exp2/dS math alternates with the other's products; the
+  /// turn passes once S^T is done (1) or once the exp2 pass is (2).
+  int64_t wgTurns = 0;
   /// Row statistics as accumulator starts (stats-in-acc): 1, dP^T's starts
   /// at dPsum and accumulates -V dO^T (the dS pass reads no dPsum); 2, also
   /// S^T's at -lse_log2 / (scale log2 e) (the exp2 pass reads no lse_log2).
@@ -531,6 +532,9 @@ struct WgmmaConfig {
   /// Deterministic TMA kernels: the MMA warpgroups convert finished dQ
   /// tiles after their walk (dq-in-main=1; WgmmaDqConvert.cpp).
   bool dqInMain = false;
+  /// 64-row Q tiles: dV issued after the dS pass and its proxy fence, not
+  /// inside the exp2 pass (early-dv=0).
+  bool dvLateNarrow = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

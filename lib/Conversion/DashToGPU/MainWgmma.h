@@ -93,7 +93,7 @@ struct WgmmaMain {
   // and hands the tile to the reducer.
   const bool split;
   // wg-turns: the warpgroups alternate issuing a step's S^T and dP^T.
-  const bool turns;
+  const int64_t turns;
   // stats-in-acc: dP^T's accumulator starts at dPsum and the products are
   // subtracted (acc = dPsum - dP^T), so the dS pass loads no dPsum; at 2
   // S^T's starts at -lse_log2 / c (c = scale log2 e), so P = exp2(c acc)

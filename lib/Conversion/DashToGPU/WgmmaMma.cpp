@@ -107,13 +107,29 @@ void WgmmaMain::emitMma() {
   Value negInvScaleLog2 =
       lseAcc ? arith::DivFOp::create(b, loc, g.f32(-1.0), scaleLog2).getResult()
              : Value();
-  // wg-turns: the first turn is warpgroup 0's (warpgroup 1 arrives for it
-  // at the unit's first step; warpgroup 0 takes the matching extra turn at
-  // the end). Both as predicated instructions, not branches, and the first
-  // inside the walk: a barrier before the walk, branch or not, tipped
-  // ptxas into spilling 50-90 MMA-side values per kernel.
+  // wg-turns: warpgroup w passes the turn on barrier kBarTurn + (1 - w)
+  // once its S^T is done and dP^T issued.
   auto turnBarrier = [&](Value wgOf) {
     return arith::AddIOp::create(b, loc, w.c32(kBarTurn), w.i32of(wgOf));
+  };
+  // A turn: warpgroup 1 waits at a step's top for warpgroup 0's issue of
+  // that step (turn barrier 1), warpgroup 0 at the step's end for warpgroup
+  // 1's (turn barrier 0), so every arrival is consumed in its own step and
+  // no warpgroup needs a first or last turn of its own. Both execute both
+  // waits: the other warpgroup's is a sync of its own 128 threads (its
+  // dq-kv-split barrier). No predicate or branch: a predicated barrier puts
+  // every later wgmma on ptxas's divergent path and it serialises them all
+  // (C7520), which is what sections 15 and 23 of bench/NOTES.md measured.
+  auto turnWait = [&](Value wgOf, bool top) {
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        wgOf, g.idx(0));
+    auto pick = [&](int64_t x, int64_t y) {
+      return arith::SelectOp::create(b, loc, first, w.c32(x), w.c32(y))
+          .getResult();
+    };
+    Value id = top ? pick(kBarDsWg, kBarTurn + 1) : pick(kBarTurn, kBarDsWg + 1);
+    Value n = top ? pick(128, kMmaThreads) : pick(kMmaThreads, 128);
+    w.ptx("barrier.sync $0, $1;", {id, n});
   };
 
   auto loadStep = [&](const Item &it, Value qt, Value buf) {
@@ -294,14 +310,8 @@ void WgmmaMain::emitMma() {
           // wg-turns: wait for this warpgroup's turn, issue, pass the turn:
           // the tensor cores run one warpgroup's S^T/dP^T after the
           // other's, so each one's exp2 pass overlaps the other's products.
-          if (turns) {
-            Value n32 = w.i32of(g.add(first, step));
-            w.ptx("{\n.reg .pred p, q;\nsetp.eq.b32 p, $0, 0;\nsetp.ne.b32 "
-                  "q, $1, 0;\nand.pred p, p, q;\n@p barrier.arrive $2, "
-                  "$3;\n}",
-                  {n32, w.i32of(wg), w.c32(kBarTurn), w.c32(kMmaThreads)});
-            w.barSync(turnBarrier(wg), kMmaThreads);
-          }
+          if (turns)
+            turnWait(wg, /*top=*/true);
           // stats-in-acc: the accumulators start at this thread's values
           // (its Q columns, read in pairs: register r holds column
           // colOf(r)). S^T's (level 2) before the fence. dP^T's (level 1)
@@ -331,8 +341,11 @@ void WgmmaMain::emitMma() {
           phase(kPhIssued);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
           phase(kPhSDone);
-          if (turns)
+          auto passTurn = [&] {
             w.barArrive(turnBarrier(g.sub(g.idx(1), wg)), kMmaThreads);
+          };
+          if (turns == 1)
+            passTurn();
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
           // row % 8 of every fragment row is lane / 4).
@@ -420,7 +433,8 @@ void WgmmaMain::emitMma() {
           // so P's f32 values die at the packing: 32 + 64 + 64 live values
           // instead of 64 + 32 + 64 + 64.
           // (The pass sets earlyDvWide at 128-row tiles only.)
-          const bool earlyDv = bm == 64 || config.earlyDvWide;
+          const bool earlyDv =
+              (bm == 64 && !config.dvLateNarrow) || config.earlyDvWide;
           const bool pFromBf16 = config.earlyDvWide;
           SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
@@ -438,6 +452,10 @@ void WgmmaMain::emitMma() {
           if (earlyDv)
             issueDv();
           phase(kPhPDone);
+          // wg-turns=2: the other warpgroup's S^T/dP^T wait for this exp2
+          // pass, so the two passes never share the SFU.
+          if (turns == 2)
+            passTurn();
           // dPsum while dP^T finishes (earlier, it would outlive the
           // registers).
           if (statsAhead && !dpsAcc)
@@ -726,6 +744,8 @@ void WgmmaMain::emitMma() {
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           if (tma) // this thread is done with the stage
             w.mbarArrive(w.mbar(kEmptyQ, buf));
+          if (turns)
+            turnWait(wg, /*top=*/false);
           phase(kPhEnd);
           for (int64_t s0 = 0; s0 < 2; ++s0)
             traceThread([&] {
@@ -863,11 +883,6 @@ void WgmmaMain::emitMma() {
   });
   // Matches the reducer's last EMPTY arrives (it also orders our exit after
   // the last hand-offs).
-  if (turns) // warpgroup 1's first arrival, unless the unit had no step
-    w.ptx("{\n.reg .pred p, q;\nsetp.eq.b32 p, $0, 0;\nsetp.ne.b32 q, $1, "
-          "0;\nand.pred p, p, q;\n@p barrier.sync $2, $3;\n}",
-          {w.i32of(g.div(tidMma, g.idx(128))), w.i32of(unitSteps),
-           w.c32(kBarTurn), w.c32(kMmaThreads)});
   // dq-kv-split: warpgroup 0 alone waits for the buffers.
   auto finalWaits = [&] {
     for (int64_t j = 0; j < dqBufs; ++j)

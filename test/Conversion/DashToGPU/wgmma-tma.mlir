@@ -34,15 +34,17 @@
 // over its own 64 KV rows; no barrier between the warpgroups at dS^T (one
 // dS^T buffer, a 128-thread barrier per warpgroup); warpgroup 0 stores its
 // partial, warpgroup 1 adds its own onto it and hands the tile over, one
-// 32 KiB add. wg-turns=1 adds turn-taking for S^T/dP^T. Measured even
-// (bench/NOTES.md section 15): off by default; misuse is refused.
+// 32 KiB add. wg-turns=1 adds turn-taking for S^T/dP^T, with no predicated
+// barrier (one made ptxas serialise every wgmma, C7520: bench/NOTES.md
+// section 24). Off by default; misuse is refused.
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 dq-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=SPLIT
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=1 dq-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=TURNS
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1" 2>&1 | FileCheck %s --check-prefix=SPLITD128
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 ds-buffers=2" 2>&1 | FileCheck %s --check-prefix=SPLITDS2
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=2" 2>&1 | FileCheck %s --check-prefix=SPLITBAD
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=2 dq-buffers=1" --canonicalize --cse | FileCheck %s --check-prefix=TURNS2
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=wg-turns=1" 2>&1 | FileCheck %s --check-prefix=TURNSNOSPLIT
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=2" 2>&1 | FileCheck %s --check-prefix=TURNSBAD
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-kv-split=1 wg-turns=3" 2>&1 | FileCheck %s --check-prefix=TURNSBAD
 // setmaxnreg split: mma-regs=240 overrides the deterministic D = 128 default
 // of 232; other counts are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma-regs=240" --canonicalize --cse | FileCheck %s --check-prefix=REGS240
@@ -76,6 +78,10 @@
 // 64-row tiles and bad values are refused.
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDV
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=EDV0
+// early-dv=0 at D = 128 (64-row Q tiles, which issue dV inside the exp2
+// pass by default): dV's four register-A wgmmas go out after the dS^T
+// stores and their proxy fence, ahead of the dS^T barrier.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=LATEDV
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" 2>&1 | FileCheck %s --check-prefix=EDVD128
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=2" 2>&1 | FileCheck %s --check-prefix=EDVBAD
 // The debug record and the tensor maps together: maps stay last.
@@ -382,26 +388,46 @@
 // SPLIT-NOT: cp.reduce.async.bulk
 // SPLIT: "barrier.arrive $0, $1;" ro(%c2_i32, %c160_i32
 // SPLIT-NOT: ro(%c4_i32, %c160_i32
-// TURNS: wg_turns = true
+// TURNS: wg_turns = 1
 // TURNS: gpu.func @dash_bwd_main(
 // TURNS: nvvm.setmaxregister  increase 240
-// At the unit's first step warpgroup 1 arrives for warpgroup 0's first
-// turn; every step waits for its turn (14 + w) before S^T and passes it on
-// once S^T is done.
-// TURNS: @p barrier.arrive $2, $3;{{.*}}ro(%{{.*}}, %{{.*}}, %c14_i32, %c256_i32
-// TURNS: "barrier.sync $0, $1;" ro(%{{.*}}, %c256_i32
+// Before S^T warpgroup 1 waits for warpgroup 0's issue (turn barrier 15,
+// 256 threads) while warpgroup 0 syncs its own 128 (barrier 12); each
+// passes the turn once its S^T is done; at the step's end warpgroup 0 waits
+// for warpgroup 1's issue (barrier 14) while warpgroup 1 syncs its own
+// (13). Ids and counts are selected, never predicated.
+// TURNS-NOT: @p barrier
+// TURNS: %[[W0:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// TURNS: %[[TOP:.*]] = arith.select %[[W0]], %c12_i32, %c15_i32 : i32
+// TURNS: %[[TOPN:.*]] = arith.select %[[W0]], %c128_i32, %c256_i32 : i32
+// TURNS: "barrier.sync $0, $1;" ro(%[[TOP]], %[[TOPN]] : i32, i32)
+// TURNS-NEXT: nvvm.wgmma.fence.aligned
 // TURNS: D[<f32>, <zero>], A[<bf16>, <one>, <row>]
 // TURNS: nvvm.wgmma.wait.group.sync.aligned 1
 // TURNS: "barrier.arrive $0, $1;" ro(%{{.*}}, %c256_i32
-// After the walk warpgroup 0 takes that first arrival (if the unit had a
-// step).
-// TURNS: @p barrier.sync $2, $3;{{.*}}ro(%{{.*}}, %{{.*}}, %c14_i32, %c256_i32
+// TURNS: nvvm.mbarrier.arrive
+// TURNS: %[[END:.*]] = arith.select %[[W0]], %c14_i32, %c13_i32 : i32
+// TURNS: %[[ENDN:.*]] = arith.select %[[W0]], %c256_i32, %c128_i32 : i32
+// TURNS: "barrier.sync $0, $1;" ro(%[[END]], %[[ENDN]] : i32, i32)
+// TURNS-NEXT: scf.yield
+// TURNS-NOT: @p barrier
 // TURNS: nvvm.setmaxregister  decrease
 // SPLITD128: error: 'dash.scheduled_attention_bwd' op dq-kv-split=1 needs mma=wgmma with loads=tma and 128-row Q tiles (D = 64; got 64 rows at D = 128)
 // SPLITDS2: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 has no use with dq-kv-split=1 (a warpgroup reads only its own dS^T rows)
 // SPLITBAD: error: 'dash.scheduled_attention_bwd' op dq-kv-split must be 0 or 1, or -1 for the default (got 2)
+// wg-turns=2: the turn passes after the exp2 pass (the scf.if of its masked
+// and unmasked forms), not once S^T is done.
+// TURNS2: wg_turns = 2
+// TURNS2: "barrier.sync $0, $1;" ro(%{{.*}}, %{{.*}} : i32, i32)
+// TURNS2-NEXT: nvvm.wgmma.fence.aligned
+// TURNS2: nvvm.wgmma.wait.group.sync.aligned 1
+// TURNS2-NOT: barrier.arrive
+// TURNS2: scf.if
+// TURNS2-NOT: mma_async
+// TURNS2: "barrier.arrive $0, $1;" ro(%{{.*}}, %c256_i32
+// TURNS2-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // TURNSNOSPLIT: error: 'dash.scheduled_attention_bwd' op wg-turns=1 needs dq-kv-split=1
-// TURNSBAD: error: 'dash.scheduled_attention_bwd' op wg-turns must be 0 or 1, or -1 for the default (got 2)
+// TURNSBAD: error: 'dash.scheduled_attention_bwd' op wg-turns must be 0, 1 or 2, or -1 for the default (got 3)
 // REGS240: mma_regs = 240 : i64
 // REGS240-DAG: nvvm.setmaxregister  decrease 24
 // REGS240-DAG: nvvm.setmaxregister  increase 240
@@ -506,5 +532,16 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // EDV0: nvvm.stmatrix
 // EDV0: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // EDV0: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// LATEDV: dash.config = {{{.*}}early_dv = false
+// LATEDV: gpu.func @dash_bwd_main(
+// LATEDV: nvvm.wgmma.wait.group.sync.aligned 1
+// LATEDV-NOT: wgmma.mma_async.sync.aligned.m64n128k16
+// LATEDV: nvvm.wgmma.wait.group.sync.aligned 0
+// LATEDV-COUNT-4: nvvm.stmatrix
+// LATEDV-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// LATEDV-NOT: barrier.sync
+// LATEDV-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// LATEDV: nvvm.wgmma.commit.group.sync.aligned
+// LATEDV-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // EDVD128: error: 'dash.scheduled_attention_bwd' op early-dv=1 needs mma=wgmma with 128-row Q tiles (64-row tiles issue dV early anyway)
 // EDVBAD: error: 'dash.scheduled_attention_bwd' op early-dv must be 0 or 1, or -1 for the default (got 2)
