@@ -113,13 +113,12 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "
            "default (1)">,
     Option<"earlyDv", "early-dv", "int64_t", /*default=*/"-1",
-           "mma=wgmma: on 128-row Q tiles (D = 64) 1 issues dV += P^T dO "
-           "as soon as P is packed, under the dS pass, which then reads P "
-           "back from its bf16 pairs; 0 issues dV after the dS pass (P's f32 "
-           "values, its bf16 pairs and dP^T would not fit together); -1: the "
-           "default. 64-row tiles issue dV inside the exp2 pass unless "
-           "early-dv=0, which issues it after the dS pass and its proxy "
-           "fence">,
+           "mma=wgmma: 1 issues dV += P^T dO as soon as P is packed, before "
+           "the dS pass (on 128-row Q tiles, D = 64, the dS pass then reads P "
+           "back from its bf16 pairs: P's f32 values, its bf16 pairs and dP^T "
+           "would not fit together); 0 issues dV after the dS pass and its "
+           "proxy fence; -1: the default, 0 (bench/NOTES.md sections 19 and "
+           "24)">,
     Option<"earlySt", "early-st", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 issues the next step's S^T = K Q^T "
            "as soon as this step's dQ is complete, before its dQ hand-off "

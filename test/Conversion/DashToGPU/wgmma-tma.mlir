@@ -75,14 +75,15 @@
 // right after P is packed, before dP^T is waited for, and the dS pass widens
 // P back from those bf16 pairs (a shift for the low half, a mask for the
 // high one) before the stmatrix stores; the default issues dV after them.
-// 64-row tiles and bad values are refused.
+// Bad values are refused.
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDV
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=EDV0
-// early-dv=0 at D = 128 (64-row Q tiles, which issue dV inside the exp2
-// pass by default): dV's four register-A wgmmas go out after the dS^T
-// stores and their proxy fence, ahead of the dS^T barrier.
+// At D = 128 (64-row Q tiles) early-dv=0, the default, issues dV's four
+// register-A wgmmas after the dS^T stores and their proxy fence, ahead of
+// the dS^T barrier; early-dv=1 issues them inside the exp2 pass, before
+// dP^T is waited for (P's f32 values still in registers).
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=LATEDV
-// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" 2>&1 | FileCheck %s --check-prefix=EDVD128
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDVD128
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=2" 2>&1 | FileCheck %s --check-prefix=EDVBAD
 // The debug record and the tensor maps together: maps stay last.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma debug-spin-limit=100" | FileCheck %s --check-prefix=DEBUG
@@ -142,16 +143,21 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK-NOT: barrier.sync
 // CHECK: llvm.intr.fma
-// dV (register A = P^T) goes out before dP^T is waited for; the dPsum
-// pairs are read while dP^T finishes.
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k16
+// The dPsum pairs are read while dP^T finishes; no wgmma goes out before
+// dP^T is waited for.
+// CHECK-NOT: wgmma.mma_async
 // CHECK-COUNT-8: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<3> -> vector<2xf32>
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK-NOT: wgmma.mma_async
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: barrier.sync
 // dS^T to shared memory: 64 Q columns = 8 column blocks, two per stmatrix
 // of four 8x8 bf16 matrices (ds-stmatrix, the default).
 // CHECK-COUNT-4: nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
 // CHECK-NOT: nvvm.stmatrix
+// dV (register A = P^T) after the dS^T stores' proxy fence (early-dv=0,
+// the default: bench/NOTES.md section 24), ahead of the dS^T barrier.
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
@@ -293,10 +299,10 @@
 // DS2: ds_buffers = 2 : i64{{.*}}shared_bytes = 230480 : i64
 // DS2: nvvm.setmaxregister  increase 232
 // DS2: scf.for
-// S^T waited for, then (after the early dV) dP^T: the dS^T stores follow
-// with no barrier (step n's buffer was last read by step n - 2's dQ).
+// S^T waited for, then dP^T: the dS^T stores follow with no barrier (step
+// n's buffer was last read by step n - 2's dQ).
 // DS2: nvvm.wgmma.wait.group.sync.aligned 1
-// DS2: nvvm.wgmma.wait.group.sync.aligned 1
+// DS2: nvvm.wgmma.wait.group.sync.aligned 0
 // DS2-NOT: barrier.sync
 // DS2: nvvm.stmatrix
 // The one barrier between the warpgroups: both halves of dS^T before dQ.
@@ -308,7 +314,7 @@
 // DS1: scf.for
 // One buffer: the dS^T stores wait for the other warpgroup's dQ reads.
 // DS1: nvvm.wgmma.wait.group.sync.aligned 1
-// DS1: nvvm.wgmma.wait.group.sync.aligned 1
+// DS1: nvvm.wgmma.wait.group.sync.aligned 0
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DS1: nvvm.stmatrix
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
@@ -440,10 +446,10 @@
 // EARLYKV: nvvm.setmaxregister  increase 232
 // After the dQ wait of the step (dV, dQ done; dK in flight), EMPTY_KV when
 // this is the item's last step (step + 1 == len), then the hand-off.
-// The step's third wait_group 1 (after S^T; after dP^T, dV in flight;
+// The step's second wait_group 1 (after S^T; wait_group 0 after dP^T;
 // after dQ, dK in flight):
 // EARLYKV: nvvm.wgmma.wait.group.sync.aligned 1
-// EARLYKV: nvvm.wgmma.wait.group.sync.aligned 1
+// EARLYKV: nvvm.wgmma.wait.group.sync.aligned 0
 // EARLYKV: nvvm.wgmma.wait.group.sync.aligned 1
 // EARLYKV-NEXT: %[[NEXT:.*]] = arith.addi %{{.*}}, %c1 : index
 // EARLYKV-NEXT: %[[LAST:.*]] = arith.cmpi eq, %[[NEXT]], %[[LEN:.*]] : index
@@ -543,5 +549,15 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // LATEDV-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // LATEDV: nvvm.wgmma.commit.group.sync.aligned
 // LATEDV-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
-// EDVD128: error: 'dash.scheduled_attention_bwd' op early-dv=1 needs mma=wgmma with 128-row Q tiles (64-row tiles issue dV early anyway)
+// EDVD128: dash.config = {{{.*}}early_dv = true
+// EDVD128: gpu.func @dash_bwd_main(
+// EDVD128: nvvm.wgmma.wait.group.sync.aligned 1
+// EDVD128: llvm.intr.fma
+// EDVD128-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// EDVD128-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// EDVD128: nvvm.wgmma.wait.group.sync.aligned 1
+// EDVD128-NOT: arith.shli %{{.*}}, %c16_i32 : i32
+// EDVD128: nvvm.stmatrix
+// EDVD128-NOT: wgmma.mma_async.sync.aligned.m64n128k16
+// EDVD128: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // EDVBAD: error: 'dash.scheduled_attention_bwd' op early-dv must be 0 or 1, or -1 for the default (got 2)

@@ -172,8 +172,8 @@
 // Two dS^T buffers are the default only where measured (TMA, D = 128).
 // D64BM64: block_m = 64 : i64, block_n = 128 : i64{{.*}}ds_buffers = 1 : i64{{.*}}loads = "tma"
 // D64BM64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// D64BM64: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n64k16
 // D64BM64: nvvm.wgmma.wait.group.sync.aligned 1
+// D64BM64: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n64k16
 // D64BM64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // D = 64 on 64-row Q tiles: each warpgroup's part is 64 rows x 32 columns
 // (8 KiB), one bulk reduce-add each (deterministic: a copy for rank 0), no
