@@ -51,6 +51,16 @@ def test_serialised_wgmmas_are_recorded_for_their_function():
     assert "wgmma_serialized" not in rep["dash_bwd_postprocess"]
 
 
+def test_serialisation_for_register_pressure_too():
+    # C7512 says "for the function", C7520 "in the function".
+    note = ("ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async "
+            "instructions are serialized due to insufficient register resources "
+            "for the function 'dash_bwd_main'\n")
+    rep = aot.parse_ptxas(note + REPORT.split("\n", 1)[1])
+    assert rep["dash_bwd_main"]["wgmma_serialized"] == (
+        "C7512: insufficient register resources")
+
+
 def test_the_ordinary_notes_are_not_serialisation():
     # C7517/C7519: ptxas inserted a wait or an arrive; the pipeline stands.
     notes = ("ptxas info    : (C7519) warpgroup.arrive is injected in around line 2205 "
