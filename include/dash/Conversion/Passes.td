@@ -139,7 +139,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "KV rows, warpgroup 1 adding its partial onto warpgroup 0's in the "
            "staging buffer (a fixed order), so the warpgroups never wait for "
            "each other's dS^T; 0 splits dQ's rows between them; -1: the "
-           "default, 0 (measured even on the H200)">,
+           "default, 0 (2-8% slower once built without spills, bench/NOTES.md "
+           "section 24)">,
     Option<"wgTurns", "wg-turns", "int64_t", /*default=*/"-1",
            "with dq-kv-split=1: 1 makes the MMA warpgroups take turns issuing "
            "each step's S^T and dP^T (named barriers), so one warpgroup's "
