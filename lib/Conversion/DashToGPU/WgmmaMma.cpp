@@ -108,7 +108,8 @@ void WgmmaMain::emitMma() {
       lseAcc ? arith::DivFOp::create(b, loc, g.f32(-1.0), scaleLog2).getResult()
              : Value();
   // wg-turns: warpgroup w passes the turn on barrier kBarTurn + (1 - w)
-  // once its S^T is done and dP^T issued.
+  // once its S^T is done and dP^T issued (1), or once its exp2 pass is done
+  // (2).
   auto turnBarrier = [&](Value wgOf) {
     return arith::AddIOp::create(b, loc, w.c32(kBarTurn), w.i32of(wgOf));
   };
@@ -424,15 +425,16 @@ void WgmmaMain::emitMma() {
           }
           // dV += P^T dO (A in registers: the S^T accumulator fragment is
           // the A fragment, k-slice kk being registers 8kk .. 8kk + 7; B =
-          // dO, N-major). With 64-row Q tiles it goes to the tensor cores as
-          // soon as P^T is known, behind dP^T and under the dS^T math; with
-          // 128-row tiles (D = 64) P^T, its bf16 copy and dP^T would not fit
-          // in the registers together, so it follows the dS^T math.
-          // early-dv at 128-row tiles: dV goes out at once too, and the dS
-          // pass reads P back from its bf16 pairs (the registers dV reads),
-          // so P's f32 values die at the packing: 32 + 64 + 64 live values
-          // instead of 64 + 32 + 64 + 64.
-          // (The pass sets earlyDvWide at 128-row tiles only.)
+          // dO, N-major). By default it follows the dS^T stores and their
+          // proxy fence (with 128-row tiles, D = 64, P^T, its bf16 copy and
+          // dP^T would not fit in the registers together; with 64-row tiles,
+          // where it went out inside the exp2 pass, this measured +1..1.5%:
+          // bench/NOTES.md section 24). early-dv=1: as soon as P^T is known,
+          // behind dP^T; at 128-row tiles the dS pass then reads P back from
+          // its bf16 pairs (the registers dV reads), so P's f32 values die at
+          // the packing: 32 + 64 + 64 live values instead of 64 + 32 + 64 +
+          // 64. (The pass sets earlyDvWide at 128-row tiles only, and
+          // dvLateNarrow at 64-row ones.)
           const bool earlyDv =
               (bm == 64 && !config.dvLateNarrow) || config.earlyDvWide;
           const bool pFromBf16 = config.earlyDvWide;
