@@ -3,8 +3,6 @@ ptxas gives when it serialises a function's wgmmas (every wgmma then waits for
 the previous one; bench/NOTES.md section 24: the wg-turns kernels measured in
 sections 15 and 23 were such kernels)."""
 import glob
-import importlib.machinery
-import importlib.util
 import json
 import os
 
@@ -15,16 +13,7 @@ import bench_scripts
 ROOT = bench_scripts.ROOT
 
 
-def load_aot():
-    path = os.path.join(ROOT, "scripts", "aot")
-    loader = importlib.machinery.SourceFileLoader("aot_script", path)
-    spec = importlib.util.spec_from_loader("aot_script", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-aot = load_aot()
+aot = bench_scripts.load("aot", "scripts")
 
 # ptxas -v's order: the serialisation note names its function and comes
 # before that function's block.

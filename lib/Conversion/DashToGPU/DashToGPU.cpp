@@ -210,8 +210,8 @@ struct ConvertDashToGPUPass
     // 64-row tiles, where it was the default, -0.1..-1.6% against late dV
     // in 15 of 16 cells (section 24; TMA kernels: the cp.async ones keep
     // it early unless early-dv=0, unmeasured).
-    bool dvEarly = useWgmma && earlyDv == 1;
-    bool dvLate = useWgmma && bm == 64 && !dvEarly && (tma || earlyDv == 0);
+    bool dvEarly = useWgmma && (earlyDv == 1 || (earlyDv == -1 && bm == 64 &&
+                                                  !tma));
     if (failed(checkOption("ablate-exp2", ablateExp2, 0, 1, "1")))
       return failure();
     if (ablateExp2 == 1 && !useWgmma)
@@ -283,10 +283,9 @@ struct ConvertDashToGPUPass
     int64_t pBytes = bm * bn * 4;
     WgmmaConfig wgmmaConfig{tma,     dsBufs,  regs,  dqBufs,
                             kvEarly, kvSplit, turns, statsAcc,
-                            traceTimeline != 0, qFirst, dsStm,
-                            dvEarly && bm == 128,
+                            traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
-                            ablateExp2 == 1, dqMain, dvLate};
+                            ablateExp2 == 1, dqMain};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -321,7 +320,7 @@ struct ConvertDashToGPUPass
     if (useWgmma) {
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
       config.append("ds_stmatrix", b.getBoolAttr(dsStm));
-      config.append("early_dv", b.getBoolAttr(bm == 128 ? dvEarly : !dvLate));
+      config.append("early_dv", b.getBoolAttr(dvEarly));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       if (tma)
         config.append("early_st", b.getBoolAttr(stEarly));

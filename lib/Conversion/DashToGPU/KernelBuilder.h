@@ -515,9 +515,10 @@ struct WgmmaConfig {
   bool qBeforeKV = false;
   /// dS^T goes to shared memory by stmatrix (ds-stmatrix=1).
   bool dsStmatrix = false;
-  /// 128-row Q tiles: dV issued before the dS pass, which reads P back from
-  /// its bf16 pairs (early-dv=1).
-  bool earlyDvWide = false;
+  /// dV issued as soon as P is packed, before the dS pass (early-dv=1;
+  /// at 128-row Q tiles the dS pass then reads P back from its bf16 pairs),
+  /// else after the dS pass and its proxy fence.
+  bool earlyDv = false;
   /// trace-timeline=2: also clock64 at each phase of one step per item
   /// (TracePhase) from each MMA warpgroup and the step's reducer.
   bool tracePhases = false;
@@ -532,9 +533,6 @@ struct WgmmaConfig {
   /// Deterministic TMA kernels: the MMA warpgroups convert finished dQ
   /// tiles after their walk (dq-in-main=1; WgmmaDqConvert.cpp).
   bool dqInMain = false;
-  /// 64-row Q tiles: dV issued after the dS pass and its proxy fence, not
-  /// inside the exp2 pass (early-dv=0).
-  bool dvLateNarrow = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

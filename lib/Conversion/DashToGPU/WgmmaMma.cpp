@@ -122,10 +122,10 @@ void WgmmaMain::emitMma() {
   // every later wgmma on ptxas's divergent path and it serialises them all
   // (C7520), which is what sections 15 and 23 of bench/NOTES.md measured.
   auto turnWait = [&](Value wgOf, bool top) {
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        wgOf, g.idx(0));
+    Value isW0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       wgOf, g.idx(0));
     auto pick = [&](int64_t x, int64_t y) {
-      return arith::SelectOp::create(b, loc, first, w.c32(x), w.c32(y))
+      return arith::SelectOp::create(b, loc, isW0, w.c32(x), w.c32(y))
           .getResult();
     };
     Value id = top ? pick(kBarDsWg, kBarTurn + 1) : pick(kBarTurn, kBarDsWg + 1);
@@ -433,11 +433,9 @@ void WgmmaMain::emitMma() {
           // behind dP^T; at 128-row tiles the dS pass then reads P back from
           // its bf16 pairs (the registers dV reads), so P's f32 values die at
           // the packing: 32 + 64 + 64 live values instead of 64 + 32 + 64 +
-          // 64. (The pass sets earlyDvWide at 128-row tiles only, and
-          // dvLateNarrow at 64-row ones.)
-          const bool earlyDv =
-              (bm == 64 && !config.dvLateNarrow) || config.earlyDvWide;
-          const bool pFromBf16 = config.earlyDvWide;
+          // 64.
+          const bool earlyDv = config.earlyDv;
+          const bool pFromBf16 = earlyDv && bm == 128;
           SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
