@@ -89,14 +89,15 @@ def duration_us(unit):
     return _TO_US[unit]
 
 
-def ncu_kernels(d, mask, s, det):
-    """{kernel: {metric: value}} of the second call's three launches."""
+def ncu_kernels(d, mask, s, det, extra=()):
+    """{kernel: {metric: value}} of the second call's three launches
+    (`extra`: more ncu metrics, e.g. L2 hit rate and the SM clock)."""
     try:
-        return ncu_run(d, mask, s, det, METRICS + BANK_METRICS)
+        return ncu_run(d, mask, s, det, METRICS + BANK_METRICS + list(extra))
     except RuntimeError as e:
         print("kernel_times: without the bank metrics (%s)" % str(e).splitlines()[0],
               file=sys.stderr)
-        return ncu_run(d, mask, s, det, METRICS)
+        return ncu_run(d, mask, s, det, METRICS + list(extra))
 
 
 def ncu_run(d, mask, s, det, metrics):
@@ -127,7 +128,11 @@ def main():
     ap.add_argument("--det", type=int, default=1)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--out")
+    ap.add_argument("--extra-metrics", default="",
+                    help="comma-separated ncu metrics also read (JSON main_metrics), "
+                         "e.g. lts__t_sector_hit_rate.pct,sm__cycles_elapsed.avg.per_second")
     args = ap.parse_args()
+    extra = [m for m in args.extra_metrics.split(",") if m]
     rows = []
     for cell in args.cells.split(","):
         d, mask, s = cell.split(":")
@@ -135,7 +140,7 @@ def main():
         if mask not in ("full", "causal"):
             sys.exit("kernel_times: mask must be full or causal, got '%s'" % mask)
         ms, queued_ms, host_us = time_call(d, mask, s, args.det, args.runs)
-        k = ncu_kernels(d, mask, s, args.det)
+        k = ncu_kernels(d, mask, s, args.det, extra)
         us = {n.replace("dash_bwd_", ""): v["gpu__time_duration.sum"] for n, v in k.items()}
         main_m = k.get("dash_bwd_main", {})
         f = flops(d, mask, s)

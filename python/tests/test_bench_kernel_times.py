@@ -20,3 +20,18 @@ def test_an_unknown_unit_is_an_error_not_a_guess():
         kt.duration_us("furlong")
     with pytest.raises(ValueError):
         kt.duration_us("")
+
+
+def test_extra_metrics_reach_ncu_with_and_without_the_bank_metrics(monkeypatch):
+    seen = []
+
+    def fake_run(d, mask, s, det, metrics):
+        seen.append(list(metrics))
+        if len(seen) == 1:  # this ncu lacks the bank metrics
+            raise RuntimeError("ncu failed (1):\nunknown metric")
+        return {"dash_bwd_main": {m: 1.0 for m in metrics}}
+    monkeypatch.setattr(kt, "ncu_run", fake_run)
+    out = kt.ncu_kernels(64, "causal", 8192, 1, ["lts__t_sector_hit_rate.pct"])
+    assert seen[0] == kt.METRICS + kt.BANK_METRICS + ["lts__t_sector_hit_rate.pct"]
+    assert seen[1] == kt.METRICS + ["lts__t_sector_hit_rate.pct"]
+    assert "lts__t_sector_hit_rate.pct" in out["dash_bwd_main"]

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""SM clock and board power while one implementation runs back to back, to
+tell a slower step from a lower clock (bench/NOTES.md section 25).
+
+For each cell and implementation (ours deterministic and not with `auto`,
+PyTorch's cuDNN backend) the calls run back to back for --seconds while
+`nvidia-smi` samples the SM clock, the power draw and the active clock-event
+reasons every --sample-ms; the table gives each window's median clock and
+power (its first quarter skipped: the ramp), the throughput of the window
+(back to back, L2 warm: not the sweep's figure) and the reasons seen.
+
+  python3 bench/clock_probe.py [--cells 128:causal:8192,...] [--seconds 2]
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+QUERY = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
+
+
+def parse_smi_line(line, now):
+    """One `nvidia-smi --query-gpu=QUERY --format=csv,noheader,nounits` line
+    as (host time, SM MHz, W, C, reasons), or None for anything else (a
+    header, a field nvidia-smi reports as [N/A], a short line)."""
+    parts = [p.strip() for p in line.split(",")]
+    if len(parts) != 4:
+        return None
+    try:
+        return (now, float(parts[0]), float(parts[1]), float(parts[2]), parts[3])
+    except ValueError:
+        return None
+
+
+def window_stats(rows, t0, t1):
+    """Median SM clock and power, the hottest reading and the clock-event
+    reasons of the samples in [t0, t1] past its first quarter (the clock's
+    ramp after the previous window's pause); Nones if none."""
+    skip = t0 + (t1 - t0) / 4
+    w = [r for r in rows if skip <= r[0] <= t1]
+    if not w:
+        return dict(samples=0, sm_mhz=None, power_w=None, temp_c=None, reasons=[])
+    return dict(samples=len(w), sm_mhz=statistics.median(r[1] for r in w),
+                power_w=statistics.median(r[2] for r in w),
+                temp_c=max(r[3] for r in w), reasons=sorted({r[4] for r in w}))
+
+
+class Sampler:
+    """nvidia-smi in the background; each line stamped with the host clock."""
+
+    def __init__(self, period_ms):
+        self.rows = []
+        self.proc = subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=" + QUERY, "--format=csv,noheader,nounits",
+             "-lms", str(period_ms)], stdout=subprocess.PIPE, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            row = parse_smi_line(line, time.time())
+            if row is not None:
+                self.rows.append(row)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def parse_cells(text):
+    """'d:mask:s,...' as [(d, mask, s)]; ValueError naming a bad cell."""
+    cells = []
+    for c in text.split(","):
+        parts = c.split(":")
+        if (len(parts) != 3 or parts[0] not in ("64", "128") or
+                parts[1] not in ("full", "causal") or not parts[2].isdigit()):
+            raise ValueError("clock_probe: a cell is d:mask:s with d 64 or 128 and "
+                             "mask full or causal, got '%s'" % c)
+        cells.append((int(parts[0]), parts[1], int(parts[2])))
+    return cells
+
+
+def impls_of(d, mask, s):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import dash_attn
+    b, h = 16384 // s, 2048 // d
+    causal = mask == "causal"
+    torch.manual_seed(0)
+    q, k, v = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3)]
+    do = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    scale = d ** -0.5
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    with torch.no_grad():
+        o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
+            q, k, v, 0.0, causal, False, scale=scale)[:2]
+
+    def ours(det):
+        return lambda: dash_attn.attention_backward(
+            q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal, scale=scale,
+            deterministic=det, schedule="auto", layout="bhsd")
+    flops = 10 * b * h * s * s * d * (0.5 if causal else 1.0)
+    return flops, [("dash-auto-det", ours(True)), ("dash-auto-nondet", ours(False)),
+                   ("sdpa-cudnn", lambda: torch.autograd.grad(out, (q, k, v), do,
+                                                              retain_graph=True))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", default="128:causal:8192,128:causal:16384,64:causal:8192,"
+                                        "64:full:16384")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--sample-ms", type=int, default=20)
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    try:
+        cells = parse_cells(args.cells)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    import torch
+    sampler = Sampler(args.sample_ms)
+    rows = []
+    try:
+        time.sleep(0.5)
+        for d, mask, s in cells:
+            flops, impls = impls_of(d, mask, s)
+            for name, fn in impls:
+                for _ in range(3):
+                    fn()
+                torch.cuda.synchronize()
+                time.sleep(0.3)  # let the clock settle between windows
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                t0 = time.time()
+                start.record()
+                calls = 0
+                while time.time() - t0 < args.seconds:
+                    fn()
+                    calls += 1
+                    if calls % 8 == 0:
+                        torch.cuda.synchronize()
+                end.record()
+                torch.cuda.synchronize()
+                t1 = time.time()
+                ms = start.elapsed_time(end) / calls
+                row = dict(d=d, mask=mask, s=s, impl=name, calls=calls, ms=ms,
+                           tflops=flops / ms / 1e9)
+                row.update(window_stats(sampler.rows, t0, t1))
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        sampler.stop()
+    print()
+    print("| d | mask | s | impl | TFLOP/s (back to back) | SM MHz | W | max C | TFLOP/s per GHz | reasons |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        per_ghz = r["tflops"] / (r["sm_mhz"] / 1000) if r["sm_mhz"] else None
+        print("| %d | %s | %d | %s | %.1f | %s | %s | %s | %s | %s |" % (
+            r["d"], r["mask"], r["s"], r["impl"], r["tflops"],
+            "%.0f" % r["sm_mhz"] if r["sm_mhz"] else "-",
+            "%.0f" % r["power_w"] if r["power_w"] else "-",
+            "%.0f" % r["temp_c"] if r["temp_c"] else "-",
+            "%.1f" % per_ghz if per_ghz else "-", " ".join(r["reasons"])))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
