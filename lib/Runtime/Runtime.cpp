@@ -671,9 +671,12 @@ dash_status resolvePlan(dash_runtime *rt, const dash_bwd_args *a,
         return fail(DASH_ERROR_ILLEGAL_SCHEDULE,
                     "auto: the schedule model deadlocks for every compiled policy");
       // The tie gap of the kernels' calibration (the first candidate's
-      // manifest; AOT writes the same model into every manifest).
+      // manifest; AOT writes the same model into every manifest); it
+      // favours G-independent orders for deterministic kernels only (every
+      // candidate has the call's `deterministic`).
+      const Manifest &first = rt->kernels[owner.front()];
       sched::Choice best =
-          sched::pickBest(choices, rt->kernels[owner.front()].modelTie);
+          sched::pickBest(choices, first.modelTie, first.deterministic);
       for (size_t i = 0; i < choices.size(); ++i)
         if (choices[i].policy == best.policy)
           chosen = owner[i];

@@ -115,7 +115,7 @@ Report buildReport(const Problem &p, std::optional<Policy> only) {
     }
     r.rows.push_back(row);
   }
-  r.choice = pickBest(candidates, p.tieTolerance);
+  r.choice = pickBest(candidates, p.tieTolerance, p.ordered);
   if (only && *only != Policy::Auto) {
     std::vector<ReportRow> kept;
     for (const ReportRow &row : r.rows)

@@ -19,18 +19,25 @@ struct Choice {
   ModelResult model;
 };
 
-/// Smallest modelled makespan among the legal policies. Ties (within 1e-9
-/// relative) go to a G-independent reduction order, then to the earlier
-/// entry of kConcretePolicies. An invalid problem yields Ascending with the
-/// reason in model.note and makespan +inf.
+/// Smallest modelled makespan among the legal policies. For ordered
+/// (deterministic) problems, makespans within p.tieTolerance (relative) tie
+/// and a tie goes to a G-independent reduction order, then to the earlier
+/// entry of kConcretePolicies; unordered problems take the smallest makespan
+/// (pickBest). An invalid problem yields Ascending with the reason in
+/// model.note and makespan +inf.
 Choice choose(const Problem &);
 
 /// The same rule over already evaluated candidates (all legal); for callers
 /// that report every schedule anyway. Empty input gives Ascending, +inf.
-/// The candidate with the smallest makespan. Makespans within `relTie` of
-/// each other (relative) tie; a tie goes to a policy whose reduction order
-/// does not depend on G, then to the earlier candidate.
-Choice pickBest(const std::vector<Choice> &candidates, double relTie = 1e-9);
+/// The candidate with the smallest makespan. With `preferGIndependent`
+/// (deterministic kernels), makespans within `relTie` of each other
+/// (relative) tie and a tie goes to a policy whose reduction order does not
+/// depend on G -- the same bits on every GPU -- then to the earlier
+/// candidate. Without it (non-deterministic kernels, whose adds are
+/// unordered: no order gives the same bits twice) the strictly smaller
+/// makespan wins and only exact ties go to the earlier candidate.
+Choice pickBest(const std::vector<Choice> &candidates, double relTie = 1e-9,
+                bool preferGIndependent = true);
 
 } // namespace dash::sched
 
