@@ -11,7 +11,8 @@ do_bench (a round is queued behind a GPU-side sleep so the host runs ahead;
 --timing sync puts a synchronize after every call instead), the
 implementations of a cell timed round-robin (one call of each per round:
 drift shifts them alike; rounds ordered so each runs after every other
-equally often, bench/round_order.py), TFLOP/s = 10*b*h*s*s*d / t (full) or
+equally often, bench/round_order.py) or, --timing window, each in windows
+of its own calls (do_bench per implementation), TFLOP/s = 10*b*h*s*s*d / t (full) or
 half (causal), a bitwise-determinism column for every implementation,
 workspace bytes and peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists);
 its meta names the commit: --commit, $DASH_COMMIT, or else the one
@@ -19,7 +20,7 @@ scripts/aot recorded in the kernels' manifests (bench/source_commit.py).
 
   PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
       [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
-      [--all-policies] [--no-flex] [--timing queued|sync] [--commit SHA]
+      [--all-policies] [--no-flex] [--timing queued|sync|window] [--commit SHA]
       [--variant NAME=DIR]...
 
 --variant NAME=DIR also times the kernel set in DIR in the same rounds (a
@@ -46,7 +47,7 @@ import dash_attn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_results import plot  # noqa: E402  (torch-free, also a CLI)
-from round_order import round_orders  # noqa: E402  (torch-free)
+from round_order import round_orders, window_order  # noqa: E402  (torch-free)
 import source_commit  # noqa: E402  (torch-free)
 
 POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
@@ -97,6 +98,48 @@ def timed_interleaved(fns, runs, warmup=3, queued=True):
         for i, st, en in ev:
             times[i].append(st.elapsed_time(en))
     return [statistics.median(t) for t in times], (host_bound if queued else None)
+
+
+# --timing window: the idle time before each window (the clock probe's pause,
+# bench/clock_probe.py, after which the clock is back at its boost).
+WINDOW_IDLE_S = 0.3
+
+
+def timed_windows(fns, runs, warmup=3, idle_s=WINDOW_IDLE_S):
+    """Median ms of each fn, each timed in windows of its own calls
+    (--timing window): triton's do_bench per implementation, the method the
+    anchors used for cuDNN (FA3's: back-to-back calls too), every call after
+    an L2 flush and queued behind a GPU-side sleep per window so the host
+    runs ahead. Round-robin rounds (timed_interleaved) put every call in a
+    neighbourhood of other implementations, and under the H200's power cap
+    (bench/NOTES.md section 25) what ran two or three calls before moves a
+    long call's clock: at full-mask s = 16384 the auto row measured 3-5% above
+    the same kernel's row elsewhere in the round. Windows go in order, then
+    in reverse (round_order.window_order), each after `idle_s` of an idle GPU
+    so every window starts from the same power state (without it a window
+    inherits the previous one's heat: the first window run of section 25 had
+    ours, timed in adjacent windows, 2-9% below its round-robin figures).
+    Returns the medians and None (no host-bound count)."""
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    times = [[] for _ in fns]
+    for i, calls in window_order(len(fns), runs):
+        torch.cuda.synchronize()
+        time.sleep(idle_s)
+        for _ in range(warmup):
+            fns[i]()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(LEAD_CYCLES)
+        ev = []
+        for _ in range(calls):
+            flush.zero_()
+            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            st.record()
+            fns[i]()
+            en.record()
+            ev.append((st, en))
+        torch.cuda.synchronize()
+        times[i] += [st.elapsed_time(en) for st, en in ev]
+    return [statistics.median(t) for t in times], None
 
 
 # A queued round's GPU-side head start (~2.5 ms at the H200's clock): more
@@ -263,8 +306,11 @@ def run_cell(d, mask, s, args, results):
             record(name, ms, eq, extra)
         entries.append((name, fn, finish))
 
-    times, host_bound = timed_interleaved([fn for _, fn, _ in entries], args.runs,
-                                          queued=args.timing == "queued")
+    if args.timing == "window":
+        times, host_bound = timed_windows([fn for _, fn, _ in entries], args.runs)
+    else:
+        times, host_bound = timed_interleaved([fn for _, fn, _ in entries], args.runs,
+                                              queued=args.timing == "queued")
     if host_bound is not None:
         cell["host_bound_rounds"] = host_bound
         if host_bound:
@@ -284,11 +330,13 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3, help="runs compared bitwise")
     ap.add_argument("--all-policies", action="store_true")
-    ap.add_argument("--timing", choices=("queued", "sync"), default="queued",
+    ap.add_argument("--timing", choices=("queued", "sync", "window"), default="queued",
                     help="queued: each call's GPU time after an L2 flush, the host "
-                         "queueing ahead (default; do_bench's method, the anchors'); "
-                         "sync: a synchronize after every call, the host's launch "
-                         "path included (the method before 2026-12-02)")
+                         "queueing ahead, the implementations round-robin (default); "
+                         "window: the same clock, each implementation in windows of "
+                         "its own calls (do_bench per implementation, as the anchors "
+                         "were measured); sync: a synchronize after every call, the "
+                         "host's launch path included (the method before 2026-12-02)")
     ap.add_argument("--no-flex", dest="flex", action="store_false")
     ap.add_argument("--commit", default=os.environ.get("DASH_COMMIT"),
                     help="commit to record; default: the kernels' manifests' "

@@ -1,7 +1,8 @@
-"""The order in which bench/attention_bwd.py times a cell's implementations
-round by round: rows of a balanced Latin square (Williams design), so over a
-cycle of rows every implementation runs right after every other one equally
-often, and in every position equally often.
+"""The order in which bench/attention_bwd.py times a cell's implementations:
+round by round (--timing queued, sync), rows of a balanced Latin square
+(Williams design), so over a cycle of rows every implementation runs right
+after every other one equally often, and in every position equally often;
+or in windows of one implementation's calls (--timing window, window_order).
 
 Why: a call's time depends on what ran just before it (clocks, L2, the
 allocator). Rotating one fixed order by one each round varies the position
@@ -37,3 +38,19 @@ def round_orders(n, rounds):
     Williams rows, cycled."""
     rows = williams_rows(n)
     return [rows[r % len(rows)] for r in range(rounds)] if rows else []
+
+
+def window_order(n, runs):
+    """--timing window: (implementation, calls) per window, each
+    implementation timed in windows of its own calls as do_bench does (the
+    anchors' method), the implementations in order and then in reverse
+    order (0 1 .. n-1 n-1 .. 1 0), its runs split between its two windows
+    (the first takes the odd one), so a drift over the cell weighs on every
+    implementation alike and none runs in a fixed neighbourhood."""
+    if n < 1 or runs < 1:
+        return []
+    first, second = runs - runs // 2, runs // 2
+    out = [(i, first) for i in range(n)]
+    if second:
+        out += [(i, second) for i in reversed(range(n))]
+    return out

@@ -134,7 +134,12 @@ def clock_line(meta):
     (bench/NOTES.md section 20)."""
     timing = meta.get("timing") or ""
     if timing == "queued":
-        return "clock: each call's GPU time (queued, L2 flushed: do_bench's method)\n"
+        return ("clock: each call's GPU time (queued, L2 flushed: do_bench's method), "
+                "the implementations round-robin\n")
+    if timing == "window":
+        return ("clock: each call's GPU time (queued, L2 flushed), each implementation "
+                "in windows of its own calls (do_bench per implementation, the anchors' "
+                "method)\n")
     if timing.startswith("queued"):  # a draft of that method
         return "clock: each call's GPU time (%s)\n" % timing
     return ("clock: a synchronize after every call -- the host's launch path is in "

@@ -36,3 +36,21 @@ def test_round_orders_cycle_and_handle_small_counts():
     assert ro.round_orders(1, 3) == [[0], [0], [0]]
     rows = ro.williams_rows(4)
     assert ro.round_orders(4, 10) == [rows[r % 4] for r in range(10)]
+
+
+def test_windows_mirror_and_split_the_runs():
+    assert ro.window_order(3, 30) == [(0, 15), (1, 15), (2, 15), (2, 15), (1, 15), (0, 15)]
+    # the odd run goes to the first window; every implementation gets all its runs
+    w = ro.window_order(4, 31)
+    assert [i for i, _ in w] == [0, 1, 2, 3, 3, 2, 1, 0]
+    for i in range(4):
+        assert sum(k for j, k in w if j == i) == 31
+    # a mean position: each implementation's two windows sit symmetrically
+    pos = {i: [p for p, (j, _) in enumerate(w) if j == i] for i in range(4)}
+    assert len({sum(p) for p in pos.values()}) == 1
+
+
+def test_windows_handle_small_counts():
+    assert ro.window_order(0, 30) == []
+    assert ro.window_order(2, 0) == []
+    assert ro.window_order(2, 1) == [(0, 1), (1, 1)]
