@@ -10,8 +10,8 @@ runs after warm-up, each its GPU time after an L2 flush, as triton's
 do_bench (a round is queued behind a GPU-side sleep so the host runs ahead;
 --timing sync puts a synchronize after every call instead), the
 implementations of a cell timed round-robin (one call of each per round:
-drift shifts them alike; rounds ordered so each runs after every other
-equally often, bench/round_order.py) or, --timing window, each in windows
+drift shifts them alike; each round in a seeded random order, so what ran
+before a call varies, bench/round_order.py) or, --timing window, each in windows
 of its own calls (do_bench per implementation), TFLOP/s = 10*b*h*s*s*d / t (full) or
 half (causal), a bitwise-determinism column for every implementation,
 workspace bytes and peak allocated memory. Writes JSON (and a PNG plot when matplotlib exists);
@@ -54,12 +54,12 @@ POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
 
 
-def timed_interleaved(fns, runs, warmup=3, queued=True):
+def timed_interleaved(fns, runs, warmup=3, queued=True, seed=0):
     """Median ms of each fn, timed round-robin (one call of each per round,
-    rounds ordered by a balanced Latin square, bench/round_order.py): clock
+    each round in its own seeded random order, bench/round_order.py): clock
     and thermal drift during a cell shifts every implementation alike, and
-    each one runs right after every other one equally often (what ran just
-    before a call moves its time by up to ~10%).
+    what ran before a call -- which moves its time by up to ~10% -- varies
+    from round to round.
 
     queued (default), as triton's do_bench (the anchors' cuDNN method): a
     round is queued behind a GPU-side sleep and read after it, so the host
@@ -78,7 +78,7 @@ def timed_interleaved(fns, runs, warmup=3, queued=True):
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if queued else None
     times = [[] for _ in fns]
     host_bound = 0
-    for order in round_orders(len(fns), runs):
+    for order in round_orders(len(fns), runs, seed):
         ev = []
         if queued:
             torch.cuda._sleep(LEAD_CYCLES)
@@ -186,6 +186,13 @@ def with_runtime(rt, fn):
         finally:
             _runtime._runtimes[idx] = saved
     return call
+
+
+def cell_seed(d, mask, s):
+    """The cell's round-order seed: fixed per cell (a rerun times in the same
+    orders), different between cells (no implementation keeps one
+    neighbourhood across the sweep)."""
+    return d * 1_000_003 + s * 7 + (mask == "causal")
 
 
 def run_cell(d, mask, s, args, results):
@@ -310,7 +317,8 @@ def run_cell(d, mask, s, args, results):
         times, host_bound = timed_windows([fn for _, fn, _ in entries], args.runs)
     else:
         times, host_bound = timed_interleaved([fn for _, fn, _ in entries], args.runs,
-                                              queued=args.timing == "queued")
+                                              queued=args.timing == "queued",
+                                              seed=cell_seed(d, mask, s))
     if host_bound is not None:
         cell["host_bound_rounds"] = host_bound
         if host_bound:

@@ -1,43 +1,34 @@
 """The order in which bench/attention_bwd.py times a cell's implementations:
-round by round (--timing queued, sync), rows of a balanced Latin square
-(Williams design), so over a cycle of rows every implementation runs right
-after every other one equally often, and in every position equally often;
-or in windows of one implementation's calls (--timing window, window_order).
+round by round (--timing queued, sync), a seeded random permutation per
+round (round_orders), or in windows of one implementation's calls (--timing
+window, window_order).
 
-Why: a call's time depends on what ran just before it (clocks, L2, the
-allocator). Rotating one fixed order by one each round varies the position
-but keeps every implementation's predecessor fixed: in the 2026-11-29 sweeps
-the auto rows, always right after SDPA's efficient backend, measured 2-13%
-below the very kernel they resolve to, while timed alternately with it they
-were equal within 0.3% (bench/auto_overhead.py). torch-free (tests import it).
+Why: a call's time depends on what ran before it (clocks, L2, the
+allocator), and under the H200's power cap not only on the call right
+before. Rotating one fixed order by one each round kept every
+implementation's predecessor fixed: in the 2026-11-29 sweeps the auto rows,
+always right after SDPA's efficient backend, measured 2-13% below the very
+kernel they resolve to. The balanced Latin square (Williams design) that
+replaced it balanced the predecessors but built each round from index
+offsets (k, k+1, k-1, k+2, ...), so an implementation's second and third
+neighbours were always those of nearby index: the auto rows (index 3) sat
+among SDPA's lighter backends and measured 1.5-5% above their own kernel's
+row at full-mask s = 16384 in three sweeps, 3-5% above an identical twin
+row (bench/NOTES.md section 25). Independent random rounds average every
+neighbourhood out. torch-free (tests import it).
 """
+import random
 
 
-def williams_rows(n):
-    """Rows of a balanced Latin square of order n: n rows for even n, 2n
-    for odd n (the rows and their reverses); each row is a permutation of
-    range(n) and each ordered pair (a, b), a != b, is adjacent (a right
-    before b) the same number of times."""
+def round_orders(n, rounds, seed=0):
+    """The order of each of `rounds` rounds over n implementations: an
+    independent seeded random permutation per round (the benchmark seeds it
+    per cell), so both what runs right before a call and what ran two or
+    three calls earlier vary from round to round."""
     if n < 1:
         return []
-    first, lo, hi = [0], 1, n - 1
-    while len(first) < n:  # 0, 1, n-1, 2, n-2, ...
-        first.append(lo)
-        lo += 1
-        if len(first) < n:
-            first.append(hi)
-            hi -= 1
-    rows = [[(x + k) % n for x in first] for k in range(n)]
-    if n % 2:
-        rows += [row[::-1] for row in rows]
-    return rows
-
-
-def round_orders(n, rounds):
-    """The order of each of `rounds` rounds over n implementations: the
-    Williams rows, cycled."""
-    rows = williams_rows(n)
-    return [rows[r % len(rows)] for r in range(rounds)] if rows else []
+    rng = random.Random(seed)
+    return [rng.sample(range(n), n) for _ in range(rounds)]
 
 
 def window_order(n, runs):

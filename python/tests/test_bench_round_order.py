@@ -1,5 +1,6 @@
 """bench/round_order.py: the benchmark's round orders vary every
-implementation's predecessor (a fixed predecessor biased the auto rows)."""
+implementation's neighbours (a fixed predecessor, then index-local second
+neighbours, biased the auto rows)."""
 import collections
 
 import bench_scripts
@@ -11,31 +12,40 @@ def adjacent(rows):
     return collections.Counter((r[i], r[i + 1]) for r in rows for i in range(len(r) - 1))
 
 
-def test_rows_are_balanced_latin_squares():
-    for n in range(2, 16):
-        rows = ro.williams_rows(n)
-        assert len(rows) == (n if n % 2 == 0 else 2 * n)
-        assert all(sorted(r) == list(range(n)) for r in rows)
-        # every position holds every implementation
-        assert all({r[p] for r in rows} == set(range(n)) for p in range(n))
-        # every ordered pair is adjacent equally often
-        pairs = adjacent(rows)
-        assert len(pairs) == n * (n - 1)
-        assert len(set(pairs.values())) == 1
+def test_rounds_are_seeded_permutations():
+    rounds = ro.round_orders(13, 30, seed=7)
+    assert len(rounds) == 30
+    assert all(sorted(r) == list(range(13)) for r in rounds)
+    assert rounds == ro.round_orders(13, 30, seed=7)
+    assert rounds != ro.round_orders(13, 30, seed=8)
 
 
-def test_a_rotated_fixed_order_would_fail_the_balance():
-    # What the benchmark did before: round k = the order rotated by k.
-    n = 6
-    rotated = [[(x + k) % n for x in range(n)] for k in range(n)]
-    assert len(adjacent(rotated)) < n * (n - 1)
+def test_every_predecessor_and_position_comes_up():
+    rounds = ro.round_orders(6, 3000, seed=1)
+    pairs = adjacent(rounds)
+    assert len(pairs) == 6 * 5
+    expected = 3000 * 5 / 30  # 5 adjacencies per round over 30 ordered pairs
+    assert all(0.8 * expected < c < 1.2 * expected for c in pairs.values())
+    for p in range(6):
+        counts = collections.Counter(r[p] for r in rounds)
+        assert all(400 < counts[i] < 600 for i in range(6))
 
 
-def test_round_orders_cycle_and_handle_small_counts():
+def test_second_neighbours_are_not_those_of_nearby_index():
+    # The Williams rows put every second neighbour at index distance 1 (mod
+    # n): the auto rows (index 3) sat among SDPA's backends (1, 2) in every cell.
+    n = 13
+    rounds = ro.round_orders(n, 2000, seed=3)
+    near = sum(1 for r in rounds for a, b in zip(r, r[2:]) if abs(a - b) <= 2)
+    total = sum(len(r) - 2 for r in rounds)
+    # uniform: P(|a - b| <= 2) for two distinct indices of 13 = 46 / 156
+    assert abs(near / total - 46 / 156) < 0.02
+
+
+def test_round_orders_handle_small_counts():
     assert ro.round_orders(0, 5) == []
     assert ro.round_orders(1, 3) == [[0], [0], [0]]
-    rows = ro.williams_rows(4)
-    assert ro.round_orders(4, 10) == [rows[r % 4] for r in range(10)]
+    assert ro.round_orders(4, 0) == []
 
 
 def test_windows_mirror_and_split_the_runs():
