@@ -118,7 +118,7 @@ def timed_windows(fns, runs, warmup=3, idle_s=WINDOW_IDLE_S):
     in reverse (round_order.window_order), each after `idle_s` of an idle GPU
     so every window starts from the same power state (without it a window
     inherits the previous one's heat: the first window run of section 25 had
-    ours, timed in adjacent windows, 2-9% below its round-robin figures).
+    ours, timed in adjacent windows, 0-10% below its round-robin figures).
     Returns the medians and None (no host-bound count)."""
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     times = [[] for _ in fns]
