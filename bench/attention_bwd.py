@@ -105,7 +105,7 @@ def timed_interleaved(fns, runs, warmup=3, queued=True, seed=0):
 WINDOW_IDLE_S = 0.3
 
 
-def timed_windows(fns, runs, warmup=3, idle_s=WINDOW_IDLE_S):
+def timed_windows(fns, runs, warmup=3, idle_s=WINDOW_IDLE_S, seed=0):
     """Median ms of each fn, each timed in windows of its own calls
     (--timing window): triton's do_bench per implementation, the method the
     anchors used for cuDNN (FA3's: back-to-back calls too), every call after
@@ -115,14 +115,16 @@ def timed_windows(fns, runs, warmup=3, idle_s=WINDOW_IDLE_S):
     (bench/NOTES.md section 25) what ran two or three calls before moves a
     long call's clock: at full-mask s = 16384 the auto row measured 3-5% above
     the same kernel's row elsewhere in the round. Windows go in order, then
-    in reverse (round_order.window_order), each after `idle_s` of an idle GPU
+    in reverse (round_order.window_order, seeded per cell), each after `idle_s` of an idle GPU
     so every window starts from the same power state (without it a window
     inherits the previous one's heat: the first window run of section 25 had
     ours, timed in adjacent windows, 0-10% below its round-robin figures).
-    Returns the medians and None (no host-bound count)."""
+    Also returns how many windows the GPU had finished before the host had
+    queued them (0 expected)."""
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     times = [[] for _ in fns]
-    for i, calls in window_order(len(fns), runs):
+    host_bound = 0
+    for i, calls in window_order(len(fns), runs, seed):
         torch.cuda.synchronize()
         time.sleep(idle_s)
         for _ in range(warmup):
@@ -137,9 +139,11 @@ def timed_windows(fns, runs, warmup=3, idle_s=WINDOW_IDLE_S):
             fns[i]()
             en.record()
             ev.append((st, en))
+        if ev and ev[-1][1].query():
+            host_bound += 1
         torch.cuda.synchronize()
         times[i] += [st.elapsed_time(en) for st, en in ev]
-    return [statistics.median(t) for t in times], None
+    return [statistics.median(t) for t in times], host_bound
 
 
 # A queued round's GPU-side head start (~2.5 ms at the H200's clock): more
@@ -174,7 +178,7 @@ def ptxas_report(kdir, kernel):
 def with_runtime(rt, fn):
     """fn, run with the runtime `rt` (another kernel directory) in place of
     the device's cached one: a same-process A/B of two kernel sets, timed
-    round-robin with everything else in the cell (--variant)."""
+    with everything else in the cell, as --timing says (--variant)."""
     from dash_attn import _runtime
     idx = torch.cuda.current_device()
 
@@ -188,11 +192,11 @@ def with_runtime(rt, fn):
     return call
 
 
-def cell_seed(d, mask, s):
-    """The cell's round-order seed: fixed per cell (a rerun times in the same
-    orders), different between cells (no implementation keeps one
-    neighbourhood across the sweep)."""
-    return d * 1_000_003 + s * 7 + (mask == "causal")
+def cell_seed(d, mask, s, seed=0):
+    """The cell's round-order seed: fixed per cell and --seed (a rerun times
+    in the same orders), different between cells (no implementation keeps
+    one neighbourhood across the sweep)."""
+    return seed * 1_000_000_007 + d * 1_000_003 + s * 7 + (mask == "causal")
 
 
 def run_cell(d, mask, s, args, results):
@@ -219,7 +223,7 @@ def run_cell(d, mask, s, args, results):
             " ".join("%s=%s" % kv for kv in (extra or {}).items())), flush=True)
 
     # Every implementation of the cell is set up first and then timed
-    # round-robin (timed_interleaved); determinism and memory per entry after.
+    # (timed_interleaved or timed_windows); determinism and memory per entry after.
     entries = []  # (name, fn, finish(ms) -> None)
 
     def grads_of(out):  # a PyTorch forward's backward, repeatable
@@ -313,12 +317,12 @@ def run_cell(d, mask, s, args, results):
             record(name, ms, eq, extra)
         entries.append((name, fn, finish))
 
+    seed = cell_seed(d, mask, s, args.seed)
     if args.timing == "window":
-        times, host_bound = timed_windows([fn for _, fn, _ in entries], args.runs)
+        times, host_bound = timed_windows([fn for _, fn, _ in entries], args.runs, seed=seed)
     else:
         times, host_bound = timed_interleaved([fn for _, fn, _ in entries], args.runs,
-                                              queued=args.timing == "queued",
-                                              seed=cell_seed(d, mask, s))
+                                              queued=args.timing == "queued", seed=seed)
     if host_bound is not None:
         cell["host_bound_rounds"] = host_bound
         if host_bound:
@@ -351,7 +355,10 @@ def main():
                          "source_commit (scripts/aot)")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
                     help="also time the kernels of DIR (the same schedules) as "
-                         "dash-*@NAME, round-robin with the rest of the cell")
+                         "dash-*@NAME, with the rest of the cell (--timing)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="mixed into each cell's seed for the order of its rounds "
+                         "or windows (default 0: a rerun times in the same orders)")
     args = ap.parse_args()
     from dash_attn import _runtime
     args.variant_runtimes = []
@@ -367,6 +374,8 @@ def main():
     meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
                 cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
                 commit=args.commit, timing=args.timing,
+                round_order="random" if args.timing != "window" else "windows, random mirrored",
+                seed=args.seed,
                 command=" ".join(sys.argv),
                 date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
 

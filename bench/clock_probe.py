@@ -5,9 +5,9 @@ tell a slower step from a lower clock (bench/NOTES.md section 25).
 For each cell and implementation (ours deterministic and not with `auto`,
 PyTorch's cuDNN backend) the calls run back to back for --seconds while
 `nvidia-smi` samples the SM clock, the power draw and the active clock-event
-reasons every --sample-ms; the table gives each window's median clock and
-power (its first quarter skipped: the ramp), the throughput of the window
-(back to back, L2 warm: not the sweep's figure) and the reasons seen.
+reasons every --sample-ms; the first quarter is the ramp (untimed), and the
+table gives the rest's median clock and power, its throughput (back to
+back, L2 warm: not the sweep's figure) and the reasons seen.
 
   python3 bench/clock_probe.py [--cells 128:causal:8192,...] [--seconds 2]
 """
@@ -37,10 +37,10 @@ def parse_smi_line(line, now):
 
 def window_stats(rows, t0, t1):
     """Median SM clock and power, the hottest reading and the clock-event
-    reasons of the samples in [t0, t1] past its first quarter (the clock's
-    ramp after the previous window's pause); Nones if none."""
-    skip = t0 + (t1 - t0) / 4
-    w = [r for r in rows if skip <= r[0] <= t1]
+    reasons of the samples taken in [t0, t1] (the caller leaves out the
+    clock's ramp after a pause); Nones if none. nvidia-smi reports the SM
+    clock in 15 MHz steps: one step is ~0.9% at these clocks."""
+    w = [r for r in rows if t0 <= r[0] <= t1]
     if not w:
         return dict(samples=0, sm_mhz=None, power_w=None, temp_c=None, reasons=[])
     return dict(samples=len(w), sm_mhz=statistics.median(r[1] for r in w),
@@ -61,7 +61,7 @@ class Sampler:
 
     def _read(self):
         for line in self.proc.stdout:
-            row = parse_smi_line(line, time.time())
+            row = parse_smi_line(line, time.monotonic())
             if row is not None:
                 self.rows.append(row)
 
@@ -76,9 +76,11 @@ def parse_cells(text):
     for c in text.split(","):
         parts = c.split(":")
         if (len(parts) != 3 or parts[0] not in ("64", "128") or
-                parts[1] not in ("full", "causal") or not parts[2].isdigit()):
-            raise ValueError("clock_probe: a cell is d:mask:s with d 64 or 128 and "
-                             "mask full or causal, got '%s'" % c)
+                parts[1] not in ("full", "causal") or not parts[2].isdigit() or
+                int(parts[2]) < 1 or 16384 % int(parts[2])):
+            raise ValueError("clock_probe: a cell is d:mask:s with d 64 or 128, mask "
+                             "full or causal and s dividing 16384 (b = 16384 / s), "
+                             "got '%s'" % c)
         cells.append((int(parts[0]), parts[1], int(parts[2])))
     return cells
 
@@ -136,22 +138,35 @@ def main():
                     fn()
                 torch.cuda.synchronize()
                 time.sleep(0.3)  # let the clock settle between windows
+                # The ramp (the first quarter): calls run but are neither
+                # timed nor sampled, so the throughput and the clock cover
+                # the same interval.
+                ramp_end, ramp_calls = time.monotonic() + args.seconds / 4, 0
+                while time.monotonic() < ramp_end:
+                    fn()
+                    ramp_calls += 1
+                    if ramp_calls % 8 == 0:
+                        torch.cuda.synchronize()
+                torch.cuda.synchronize()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                t0 = time.time()
+                t0 = time.monotonic()
                 start.record()
                 calls = 0
-                while time.time() - t0 < args.seconds:
+                while time.monotonic() - t0 < args.seconds * 3 / 4:
                     fn()
                     calls += 1
                     if calls % 8 == 0:
                         torch.cuda.synchronize()
                 end.record()
                 torch.cuda.synchronize()
-                t1 = time.time()
+                t1 = time.monotonic()
                 ms = start.elapsed_time(end) / calls
                 row = dict(d=d, mask=mask, s=s, impl=name, calls=calls, ms=ms,
                            tflops=flops / ms / 1e9)
                 row.update(window_stats(sampler.rows, t0, t1))
+                if not row["samples"]:
+                    print("clock_probe: no nvidia-smi samples for %s (its query fields "
+                          "unsupported?)" % name, file=sys.stderr)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     finally:

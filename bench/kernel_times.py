@@ -90,19 +90,28 @@ def duration_us(unit):
 
 
 def ncu_kernels(d, mask, s, det, extra=()):
-    """{kernel: {metric: value}} of the second call's three launches
-    (`extra`: more ncu metrics, e.g. L2 hit rate and the SM clock)."""
+    """{kernel: {metric: value}} of the second call's launches (`extra`:
+    more ncu metrics, e.g. L2 hit rate and the SM clock)."""
     try:
         return ncu_run(d, mask, s, det, METRICS + BANK_METRICS + list(extra))
     except RuntimeError as e:
         print("kernel_times: without the bank metrics (%s)" % str(e).splitlines()[0],
               file=sys.stderr)
+    try:
         return ncu_run(d, mask, s, det, METRICS + list(extra))
+    except RuntimeError as e:
+        if not extra:
+            raise
+        raise RuntimeError("kernel_times: ncu failed with --extra-metrics %s: %s"
+                           % (",".join(extra), e)) from e
 
 
 def ncu_run(d, mask, s, det, metrics):
+    # Every launch of both calls (two or three per call: no postprocess
+    # without GQA since dq-in-main); rows of the second call come last and
+    # overwrite the first's in `out`.
     cmd = ["ncu", "--clock-control", "none", "--csv", "--kernel-name",
-           "regex:dash_bwd", "--launch-skip", "3", "--launch-count", "3",
+           "regex:dash_bwd",
            "--metrics", ",".join(metrics), sys.executable,
            os.path.join(HERE, "profile_cell.py"), "--d", str(d), "--mask", mask,
            "--s", str(s), "--det", str(det), "--calls", "2"]

@@ -31,17 +31,19 @@ def round_orders(n, rounds, seed=0):
     return [rng.sample(range(n), n) for _ in range(rounds)]
 
 
-def window_order(n, runs):
+def window_order(n, runs, seed=0):
     """--timing window: (implementation, calls) per window, each
     implementation timed in windows of its own calls as do_bench does (the
-    anchors' method), the implementations in order and then in reverse
-    order (0 1 .. n-1 n-1 .. 1 0), its runs split between its two windows
-    (the first takes the odd one), so a drift over the cell weighs on every
-    implementation alike and none runs in a fixed neighbourhood."""
+    anchors' method), the implementations in a seeded random order and then
+    in the reverse of it, its runs split between its two windows (the first
+    takes the odd one), so a drift over the cell weighs on every
+    implementation alike and the neighbours differ from cell to cell (the
+    benchmark also idles the GPU before every window)."""
     if n < 1 or runs < 1:
         return []
+    base = random.Random(seed).sample(range(n), n)
     first, second = runs - runs // 2, runs // 2
-    out = [(i, first) for i in range(n)]
+    out = [(i, first) for i in base]
     if second:
-        out += [(i, second) for i in reversed(range(n))]
+        out += [(i, second) for i in reversed(base)]
     return out

@@ -133,9 +133,13 @@ def clock_line(meta):
     host's launch path into short calls and read cuDNN up to ~25% low
     (bench/NOTES.md section 20)."""
     timing = meta.get("timing") or ""
+    if timing == "queued" and meta.get("round_order") == "random":
+        return ("clock: each call's GPU time (queued, L2 flushed: do_bench's method), "
+                "the implementations round-robin in random rounds\n")
     if timing == "queued":
         return ("clock: each call's GPU time (queued, L2 flushed: do_bench's method), "
-                "the implementations round-robin\n")
+                "the implementations round-robin in Williams rounds -- the auto rows "
+                "read 1.5-5% high at full-mask s = 16384 (bench/NOTES.md section 25)\n")
     if timing == "window":
         return ("clock: each call's GPU time (queued, L2 flushed), each implementation "
                 "in windows of its own calls (do_bench per implementation, the anchors' "

@@ -47,7 +47,7 @@ Choice pickBest(const std::vector<Choice> &candidates, double relTie,
 Choice choose(const Problem &p) {
   std::string err = validate(p);
   if (!err.empty()) {
-    Choice none = pickBest({});
+    Choice none = pickBest({}, 0.0, true);
     none.model.note = err;
     return none;
   }

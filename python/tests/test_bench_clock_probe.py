@@ -1,4 +1,6 @@
 """bench/clock_probe.py's reading of nvidia-smi and of its cells (torch-free)."""
+import re
+
 import pytest
 
 import bench_scripts
@@ -19,13 +21,13 @@ def test_headers_missing_fields_and_short_lines_are_skipped():
     assert cp.parse_smi_line("", 0) is None
 
 
-def test_a_window_skips_its_first_quarter_and_takes_medians():
-    rows = [(0.5, 1980.0, 300.0, 40.0, "0x0"),     # the ramp: skipped
+def test_a_window_takes_the_medians_of_its_samples_only():
+    rows = [(0.5, 1980.0, 300.0, 40.0, "0x0"),     # before the window (the ramp)
             (1.5, 1700.0, 690.0, 58.0, "0x4"),
             (2.0, 1680.0, 695.0, 60.0, "0x4"),
             (3.5, 1660.0, 700.0, 59.0, "0x4"),
             (5.0, 1500.0, 700.0, 70.0, "0x4")]     # after the window
-    w = cp.window_stats(rows, 0.0, 4.0)
+    w = cp.window_stats(rows, 1.0, 4.0)
     assert w["samples"] == 3
     assert w["sm_mhz"] == 1680.0
     assert w["power_w"] == 695.0
@@ -41,8 +43,9 @@ def test_an_empty_window_reports_nothing_rather_than_a_guess():
 def test_cells_parse_and_bad_ones_are_named():
     assert cp.parse_cells("128:causal:8192,64:full:16384") == [
         (128, "causal", 8192), (64, "full", 16384)]
-    for bad in ("96:causal:8192", "128:sliding:8192", "128:causal", "128:causal:8k"):
-        with pytest.raises(ValueError, match=bad.replace(":", ":")):
+    for bad in ("96:causal:8192", "128:sliding:8192", "128:causal", "128:causal:8k",
+                "128:causal:0", "128:causal:3000", "64:full:32768"):
+        with pytest.raises(ValueError, match=re.escape(bad)):
             cp.parse_cells(bad)
 
 

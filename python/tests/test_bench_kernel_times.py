@@ -35,3 +35,13 @@ def test_extra_metrics_reach_ncu_with_and_without_the_bank_metrics(monkeypatch):
     assert seen[0] == kt.METRICS + kt.BANK_METRICS + ["lts__t_sector_hit_rate.pct"]
     assert seen[1] == kt.METRICS + ["lts__t_sector_hit_rate.pct"]
     assert "lts__t_sector_hit_rate.pct" in out["dash_bwd_main"]
+
+
+def test_a_failing_extra_metric_is_named(monkeypatch):
+    def fake_run(d, mask, s, det, metrics):
+        raise RuntimeError("ncu failed (1):\nunknown metric")
+    monkeypatch.setattr(kt, "ncu_run", fake_run)
+    with pytest.raises(RuntimeError, match="lts__bogus"):
+        kt.ncu_kernels(64, "causal", 8192, 1, ["lts__bogus"])
+    with pytest.raises(RuntimeError, match="unknown metric"):  # no extras: ncu's own
+        kt.ncu_kernels(64, "causal", 8192, 1)

@@ -74,7 +74,8 @@ def test_clock_is_named(tmp_path):
     # A run without the timing field predates the queued clock: flagged.
     for meta, want in [({}, "synchronize after every call"),
                        ({"timing": "sync"}, "synchronize after every call"),
-                       ({"timing": "queued"}, "round-robin"),
+                       ({"timing": "queued"}, "Williams rounds"),
+                       ({"timing": "queued", "round_order": "random"}, "random rounds"),
                        ({"timing": "window"}, "windows of its own calls")]:
         f = tmp_path / "r.json"
         f.write_text(json.dumps({"meta": meta, "results": _results()}))

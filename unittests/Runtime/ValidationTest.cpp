@@ -418,7 +418,7 @@ TEST_F(RuntimeTest, AutoResolvesThroughTheScheduleLibrary) {
     for (s::Policy pol : c.compiled)
       if (s::checkLegal(p, pol).legal)
         cands.push_back({pol, s::simulate(p, pol)});
-    s::Choice best = s::pickBest(cands);
+    s::Choice best = s::pickBest(cands, 1e-9, true);
     EXPECT_STREQ(dash_policy_name(info.policy), s::policyName(best.policy))
         << "Sq=" << c.Sq << " Sk=" << c.Sk;
     EXPECT_EQ(info.num_units, c.sms);
@@ -622,10 +622,23 @@ TEST(RuntimeModel, StagedModelFromTheManifestDecidesAuto) {
 // The manifests' tie gap favours G-independent orders for deterministic
 // kernels only: with ascending and symmetric-shift compiled non-
 // deterministic under the AOT model (r = c, 3% gap, two staging buffers),
-// b = 1, h = 32, s = 8192 on 132 SMs models ascending 2.3% behind -- inside
-// the gap -- and auto must still pick symmetric-shift (the H200 case,
-// bench/NOTES.md section 25: ascending measured 5% slower).
+// b = 1, h = 32, s = 8192 on 132 SMs with the fixture's 64 x 64 tiles (the
+// tile grid of the H200 case, d = 64 s = 16384 with 128 x 128 tiles,
+// bench/NOTES.md section 25: ascending measured 5% slower) models ascending
+// 2.3% behind -- inside the gap -- and auto must still pick symmetric-shift.
 TEST(RuntimeModel, NonDeterministicAutoIgnoresTheTieGap) {
+  namespace s = dash::sched;
+  {
+    s::Problem p;
+    p.batch = 1; p.headsQ = p.headsKV = 32; p.seqQ = p.seqK = 8192;
+    p.headDim = 128; p.blockM = p.blockN = 64; p.mask = s::Mask::Causal;
+    p.numUnits = 132; p.persistentLaunch = true; p.ordered = false;
+    p.c = p.r = 1.0; p.tieTolerance = 0.03; p.stagingBuffers = 2;
+    double asc = s::simulate(p, s::Policy::Ascending).makespan;
+    double sym = s::simulate(p, s::Policy::SymmetricShift).makespan;
+    ASSERT_LT(sym, asc); // the case is a near-tie, not a clear win
+    ASSERT_LE(asc - sym, 0.03 * asc);
+  }
   char tmpl[] = "/tmp/dash-rt-nondet-tieXXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;

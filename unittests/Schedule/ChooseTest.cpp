@@ -78,8 +78,8 @@ TEST(Choose, TieToleranceFavoursGIndependentOrders) {
   std::vector<Choice> two = {{Policy::Ascending, {}}, {Policy::Shift, {}}};
   two[0].model.makespan = 103.0;
   two[1].model.makespan = 100.0;
-  EXPECT_EQ(pickBest(two, 0.01).policy, Policy::Shift);
-  EXPECT_EQ(pickBest(two, 0.05).policy, Policy::Ascending);
+  EXPECT_EQ(pickBest(two, 0.01, true).policy, Policy::Shift);
+  EXPECT_EQ(pickBest(two, 0.05, true).policy, Policy::Ascending);
 }
 
 // Non-deterministic kernels add unordered: no order gives the same bits

@@ -36,8 +36,10 @@ Choice choose(const Problem &);
 /// candidate. Without it (non-deterministic kernels, whose adds are
 /// unordered: no order gives the same bits twice) the strictly smaller
 /// makespan wins and only exact ties go to the earlier candidate.
-Choice pickBest(const std::vector<Choice> &candidates, double relTie = 1e-9,
-                bool preferGIndependent = true);
+/// Every caller states both (no defaults: a deterministic rule picked by
+/// omission would be wrong for unordered kernels).
+Choice pickBest(const std::vector<Choice> &candidates, double relTie,
+                bool preferGIndependent);
 
 } // namespace dash::sched
 
