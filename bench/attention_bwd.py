@@ -54,6 +54,18 @@ POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
 
 
+def queue_timed(fn, flush=None):
+    """Queues fn between two timing events, after an L2 flush (a memset of
+    `flush`) when one is given; returns the events."""
+    if flush is not None:
+        flush.zero_()
+    st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    st.record()
+    fn()
+    en.record()
+    return st, en
+
+
 def timed_interleaved(fns, runs, warmup=3, queued=True, seed=0):
     """Median ms of each fn, timed round-robin (one call of each per round,
     each round in its own seeded random order, bench/round_order.py): clock
@@ -83,12 +95,7 @@ def timed_interleaved(fns, runs, warmup=3, queued=True, seed=0):
         if queued:
             torch.cuda._sleep(LEAD_CYCLES)
         for i in order:
-            if queued:
-                flush.zero_()
-            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            st.record()
-            fns[i]()
-            en.record()
+            st, en = queue_timed(fns[i], flush)
             if not queued:
                 en.synchronize()
             ev.append((i, st, en))
@@ -131,14 +138,7 @@ def timed_windows(fns, runs, warmup=3, idle_s=WINDOW_IDLE_S, seed=0):
             fns[i]()
         torch.cuda.synchronize()
         torch.cuda._sleep(LEAD_CYCLES)
-        ev = []
-        for _ in range(calls):
-            flush.zero_()
-            st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            st.record()
-            fns[i]()
-            en.record()
-            ev.append((st, en))
+        ev = [queue_timed(fns[i], flush) for _ in range(calls)]
         if ev and ev[-1][1].query():
             host_bound += 1
         torch.cuda.synchronize()

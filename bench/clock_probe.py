@@ -86,30 +86,28 @@ def parse_cells(text):
 
 
 def impls_of(d, mask, s):
+    """The cell's FLOPs and its timed calls: ours det / nondet (auto) on
+    profile_cell.cell_inputs (the sweep's inputs), cuDNN's backward of the
+    same q, k, v."""
+    import os
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import dash_attn
-    b, h = 16384 // s, 2048 // d
-    causal = mask == "causal"
-    torch.manual_seed(0)
-    q, k, v = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-               for _ in range(3)]
-    do = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-    scale = d ** -0.5
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from profile_cell import cell_inputs
+    cell = cell_inputs(d, mask, s)
+    q, k, v = (cell[n].detach().requires_grad_() for n in "qkv")
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-    with torch.no_grad():
-        o, lse = torch.ops.aten._scaled_dot_product_flash_attention(
-            q, k, v, 0.0, causal, False, scale=scale)[:2]
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=cell["causal"],
+                                             scale=cell["scale"])
 
     def ours(det):
-        return lambda: dash_attn.attention_backward(
-            q.detach(), k.detach(), v.detach(), o, do, lse, causal=causal, scale=scale,
-            deterministic=det, schedule="auto", layout="bhsd")
-    flops = 10 * b * h * s * s * d * (0.5 if causal else 1.0)
+        return lambda: dash_attn.attention_backward(**cell, deterministic=det, schedule="auto")
+    b, h = 16384 // s, 2048 // d
+    flops = 10 * b * h * s * s * d * (0.5 if mask == "causal" else 1.0)
     return flops, [("dash-auto-det", ours(True)), ("dash-auto-nondet", ours(False)),
-                   ("sdpa-cudnn", lambda: torch.autograd.grad(out, (q, k, v), do,
+                   ("sdpa-cudnn", lambda: torch.autograd.grad(out, (q, k, v), cell["do"],
                                                               retain_graph=True))]
 
 
