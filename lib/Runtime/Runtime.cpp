@@ -460,6 +460,11 @@ struct dash_runtime {
   // host can read it even after the kernel trapped (context lost).
   int64_t *debugHost = nullptr;
   CUdeviceptr debugDev = 0;
+  // Pinned host slots holding the tensor maps of calls made under CUDA-graph
+  // capture: the captured copy reads its slot at every replay, so a slot is
+  // never reused while the runtime lives (freed by dash_runtime_destroy).
+  std::vector<void *> pinnedChunks;
+  size_t pinnedUsed = 0; // bytes taken from the last chunk
 };
 
 namespace {
@@ -880,6 +885,41 @@ dash_status ensureWorkspace(dash_runtime *rt, CtxState &c, CUstream stream,
   return DASH_SUCCESS;
 }
 
+// Under CUDA-graph capture the thread's capture mode may forbid calls that
+// are not stream operations (cuMemHostAlloc, a module load): PyTorch captures
+// in the global mode. Libraries make such calls in the relaxed mode for the
+// duration of the call (cuThreadExchangeStreamCaptureMode), then restore it.
+struct RelaxedCapture {
+  dash_runtime *rt = nullptr;
+  CUstreamCaptureMode saved = CU_STREAM_CAPTURE_MODE_RELAXED;
+  RelaxedCapture(dash_runtime *r, bool capturing) {
+    if (capturing && r->drv.cuThreadExchangeStreamCaptureMode(&saved) == CUDA_SUCCESS)
+      rt = r;
+  }
+  ~RelaxedCapture() {
+    if (rt)
+      rt->drv.cuThreadExchangeStreamCaptureMode(&saved);
+  }
+};
+
+constexpr size_t kPinnedChunk = 64 << 10;
+
+/// A pinned host slot of `bytes` that no later call reuses (see pinnedChunks).
+dash_status pinnedSlot(dash_runtime *rt, size_t bytes, void *&out) {
+  bytes = (bytes + 127) / 128 * 128;
+  if (rt->pinnedChunks.empty() || rt->pinnedUsed + bytes > kPinnedChunk) {
+    void *chunk = nullptr;
+    DRV(rt->drv.cuMemHostAlloc(&chunk, std::max(kPinnedChunk, bytes),
+                               CU_MEMHOSTALLOC_PORTABLE),
+        " (pinned tensor-map slots for CUDA-graph capture)");
+    rt->pinnedChunks.push_back(chunk);
+    rt->pinnedUsed = 0;
+  }
+  out = static_cast<char *>(rt->pinnedChunks.back()) + rt->pinnedUsed;
+  rt->pinnedUsed += bytes;
+  return DASH_SUCCESS;
+}
+
 // Argument storage: every kernel parameter in its own 8-byte slot so the
 // void* array can point into it.
 struct ParamPack {
@@ -1120,6 +1160,9 @@ void dash_runtime_destroy(dash_runtime *rt) {
     return;
   if (rt->drv.loaded() && rt->debugHost)
     rt->drv.cuMemFreeHost(rt->debugHost);
+  if (rt->drv.loaded())
+    for (void *chunk : rt->pinnedChunks)
+      rt->drv.cuMemFreeHost(chunk);
   if (rt->drv.loaded()) {
     for (CtxState &c : rt->ctxs) {
       // The context may be gone already (user destroyed it): then skip.
@@ -1258,13 +1301,22 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   CtxState *ctx = nullptr;
   if (dash_status st = currentContext(rt, ctx))
     return st;
+  // Under CUDA-graph capture nothing below may synchronize or allocate
+  // outside the stream (module loads and pinned slots run relaxed; the
+  // workspace is a graph allocation: step 4).
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  DRV(rt->drv.cuStreamIsCapturing(stream, &capture), " (capture query)");
+  const bool capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
   DeviceView view;
   view.known = true;
   view.numSMs = ctx->numSMs;
-  for (int k : plan.candidates) {
-    if (dash_status st = ensureKernel(rt, *ctx, k))
-      return st;
-    view.blocksPerSM[k] = ctx->kernels[k].blocksPerSM;
+  {
+    RelaxedCapture relax(rt, capturing);
+    for (int k : plan.candidates) {
+      if (dash_status st = ensureKernel(rt, *ctx, k))
+        return st;
+      view.blocksPerSM[k] = ctx->kernels[k].blocksPerSM;
+    }
   }
   if (rt->hasOverride) {
     view.numSMs = rt->props.num_sms;
@@ -1281,40 +1333,64 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   const Manifest &m = rt->kernels[plan.kernel];
   const CtxKernel &ck = ctx->kernels[plan.kernel];
   WsLayout ws = workspaceLayout(plan.shape, wsKernel(m));
-  // A CUDA graph cannot capture the per-call copy of a TMA kernel's tensor
-  // maps (and a replay would need this call's maps): refuse a capturing
-  // stream with a clear message before anything is allocated or copied.
-  if (m.usesTensorMaps()) {
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    DRV(rt->drv.cuStreamIsCapturing(stream, &capture), " (capture query)");
-    if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
-      return fail(DASH_ERROR_UNSUPPORTED,
-                  "kernel " + m.name +
-                      " loads by TMA: its tensor maps are copied to the "
-                      "device on every call, which a CUDA graph cannot "
-                      "capture; call it outside stream capture, or build "
-                      "cp.async kernels (scripts/aot --loads cp-async) for "
-                      "graphs");
-  }
-  // 4. Workspace (the preprocess kernel zeroes what it needs).
+  // Debug kernels synchronize after the launch to read their hang record,
+  // debug mode after every launch: neither can be captured.
+  const bool debugKernel = m.hasDebugRecord();
+  if (capturing && (debugKernel || rt->debug))
+    return fail(DASH_ERROR_UNSUPPORTED,
+                std::string(debugKernel ? "kernel " + m.name + " is a debug kernel"
+                                        : "the runtime is in debug mode") +
+                    ": it synchronizes after the launches, which a CUDA graph "
+                    "cannot capture; capture release kernels with debug mode off");
+  // 4. Workspace (the preprocess kernel zeroes what it needs). Captured: a
+  // graph allocation per call (its address is the same at every replay;
+  // freed after the call's kernels), because the per-stream cache may be
+  // freed or regrown by later calls the graph knows nothing of.
   CUdeviceptr wsBase = 0;
-  if (dash_status st = ensureWorkspace(rt, *ctx, stream, ws.total, wsBase))
+  struct GraphWorkspace {
+    dash_runtime *rt;
+    CUstream stream;
+    CUdeviceptr ptr = 0;
+    CUresult release() {
+      CUresult r = ptr ? rt->drv.cuMemFreeAsync(ptr, stream) : CUDA_SUCCESS;
+      ptr = 0;
+      return r;
+    }
+    ~GraphWorkspace() { release(); }
+  } graphWs{rt, stream};
+  if (capturing) {
+    DRV(rt->drv.cuMemAllocAsync(&wsBase, size_t(ws.total), stream),
+        ": workspace of " + str(ws.total) + " bytes under CUDA-graph capture");
+    graphWs.ptr = wsBase;
+  } else if (dash_status st =
+                 ensureWorkspace(rt, *ctx, stream, ws.total, wsBase)) {
     return st;
+  }
   if (rt->debug)
     DRV(rt->drv.cuMemsetD8Async(wsBase, 0, size_t(ws.total), stream), "");
   // TMA kernels read their tensor maps from the workspace (stream-ordered
-  // before the launches; pageable source: staged by the call).
+  // before the launches). Eager calls copy from this frame (pageable: the
+  // driver stages it before returning); a captured copy is a graph node that
+  // reads its source at every replay, so it reads a pinned slot of its own.
   if (m.usesTensorMaps()) {
     CUtensorMap maps[kTensorMaps];
     if (dash_status st = encodeTensorMaps(rt, m, args, ws, wsBase, maps))
       return st;
+    const void *src = maps;
+    if (capturing) {
+      void *slot = nullptr;
+      RelaxedCapture relax(rt, true);
+      if (dash_status st = pinnedSlot(rt, sizeof maps, slot))
+        return st;
+      std::memcpy(slot, maps, sizeof maps);
+      src = slot;
+    }
     DRV(rt->drv.cuMemcpyHtoDAsync(
-            wsBase + CUdeviceptr(ws.offset[int(Role::TensorMaps)]), maps,
+            wsBase + CUdeviceptr(ws.offset[int(Role::TensorMaps)]), src,
             sizeof maps, stream),
         " (tensor maps)");
   }
   // 5. Launch.
-  const bool debugKernel = m.hasDebugRecord();
   if (debugKernel) {
     if (!rt->debugHost) {
       void *host = nullptr;
@@ -1386,6 +1462,7 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   }
   if (launched != DASH_SUCCESS)
     return launched;
+  DRV(graphWs.release(), " (the captured workspace's free)");
   fillInfo(rt, plan, out_info);
   if (out_info)
     out_info->workspace_bytes = ws.total;

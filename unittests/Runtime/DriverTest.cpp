@@ -374,21 +374,75 @@ TEST_F(MockDriverTensorMaps, EncodedForTheCallAndCopiedIntoTheWorkspace) {
     EXPECT_EQ(t.strides[0], 252u * 4) << i;
     EXPECT_EQ(t.strides[1], uint64_t(H) * 252 * 4) << i;
   }
+}
 
-  // Inside CUDA-graph stream capture the per-call copy of the maps cannot be
-  // recorded: refused before anything is encoded, copied or launched.
-  ASSERT_NE(mock.capturing, nullptr);
+// Under CUDA-graph capture (the global mode PyTorch uses: the mock refuses
+// cuMemAlloc, cuMemHostAlloc, module loads and synchronisation then), a TMA
+// call records stream operations only: a graph allocation for its workspace,
+// the maps' copy from a pinned slot that no later call reuses (a captured copy
+// reads its source at every replay), the launches, the allocation's free.
+TEST_F(MockDriverTensorMaps, CapturedCallsCopyTheMapsFromTheirOwnPinnedSlot) {
+  load("panels8");
+  dash_bwd_args a = makeArgs(2, 256, 320, 4, 2, 128);
+  auto copySources = reinterpret_cast<const std::vector<const void *> *(*)()>(
+      dlsym(mock.h, "mock_copy_sources"));
+  auto events = reinterpret_cast<const std::vector<std::string> *(*)()>(
+      dlsym(mock.h, "mock_events"));
+  auto isPinned = reinterpret_cast<int (*)(const void *, size_t)>(dlsym(mock.h, "mock_is_pinned"));
+  auto captureMode = reinterpret_cast<int (*)()>(dlsym(mock.h, "mock_capture_mode"));
+  ASSERT_TRUE(copySources && events && isPinned && captureMode && mock.capturing);
+  const size_t mapBytes = 7 * sizeof(CUtensorMap);
+
+  // The first call of the process is the captured one: its module is loaded
+  // in the relaxed mode, and the thread's mode is restored after.
   mock.capturing(1);
-  const size_t launches = mock.launches()->size(), copied = mock.copiesHtoD()->size();
-  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_UNSUPPORTED);
-  EXPECT_NE(std::string(dash_runtime_last_error(rt)).find("CUDA graph"), std::string::npos)
-      << dash_runtime_last_error(rt);
-  EXPECT_EQ(mock.tensorMaps()->size(), 21u);
-  EXPECT_EQ(mock.copiesHtoD()->size(), copied);
-  EXPECT_EQ(mock.launches()->size(), launches);
+  void *stream = reinterpret_cast<void *>(0x5000);
+  dash_bwd_info info;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, stream, &info), DASH_SUCCESS) << dash_runtime_last_error(rt);
+  EXPECT_EQ(captureMode(), int(CU_STREAM_CAPTURE_MODE_GLOBAL));
+  EXPECT_EQ(mock.syncs(), 0);
+  ASSERT_EQ(mock.copiesHtoD()->size(), 1u);
+  const void *slot1 = (*copySources())[0];
+  EXPECT_TRUE(isPinned(slot1, mapBytes));
+  // The slot holds this call's maps: {address, encode index} per map (mock).
+  const uint64_t *w = static_cast<const uint64_t *>(slot1);
+  EXPECT_EQ(w[0], uint64_t(reinterpret_cast<uintptr_t>(a.q.data)));
+  EXPECT_EQ(w[16], uint64_t(reinterpret_cast<uintptr_t>(a.k.data)));
+  // alloc -> copy into it -> the kernels (GQA: with the postprocess's dK/dV
+  // sums) -> free, in stream order.
+  const std::vector<std::string> &E = *events();
+  ASSERT_EQ(E.size(), 6u);
+  ASSERT_EQ(E[0].rfind("alloc ", 0), 0u) << E[0];
+  const std::string ws = E[0].substr(6);
+  EXPECT_EQ(E[1].rfind("copy ", 0), 0u) << E[1];
+  EXPECT_EQ(E[2], "launch dash_bwd_preprocess");
+  EXPECT_EQ(E[3], "launch dash_bwd_main");
+  EXPECT_EQ(E[4], "launch dash_bwd_postprocess");
+  EXPECT_EQ(E[5], "free " + ws);
+  const uint64_t tm = (*mock.launches())[1].params[kSlots];
+  const uint64_t base = std::stoull(ws, nullptr, 16);
+  EXPECT_GE(tm, base); // the maps sit inside the call's own workspace
+  EXPECT_LE(tm + mapBytes, base + uint64_t(info.workspace_bytes));
+
+  // A second captured call: a new slot; the first keeps its maps.
+  std::vector<uint8_t> before(static_cast<const uint8_t *>(slot1),
+                              static_cast<const uint8_t *>(slot1) + mapBytes);
+  dash_bwd_args b = makeArgs(1, 128, 128, 4, 2, 128);
+  ASSERT_EQ(dash_attention_bwd(rt, &b, stream, nullptr), DASH_SUCCESS) << dash_runtime_last_error(rt);
+  ASSERT_EQ(copySources()->size(), 2u);
+  const void *slot2 = (*copySources())[1];
+  EXPECT_TRUE(isPinned(slot2, mapBytes));
+  EXPECT_GE(static_cast<const char *>(slot2), static_cast<const char *>(slot1) + mapBytes);
+  EXPECT_EQ(std::memcmp(before.data(), slot1, mapBytes), 0);
+
+  // Outside capture: the per-stream cached workspace (cuMemAlloc) and a copy
+  // from the call's frame, as before; no graph allocation.
   mock.capturing(0);
-  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
-      << dash_runtime_last_error(rt);
+  const size_t n = events()->size();
+  ASSERT_EQ(dash_attention_bwd(rt, &a, stream, nullptr), DASH_SUCCESS) << dash_runtime_last_error(rt);
+  for (size_t i = n; i < events()->size(); ++i)
+    EXPECT_EQ((*events())[i].rfind("alloc ", 0), std::string::npos) << (*events())[i];
+  EXPECT_FALSE(isPinned((*copySources())[2], mapBytes));
 }
 
 // Kernels built before "dq_accum_map" existed reduce-add 128B-swizzled
@@ -519,6 +573,37 @@ TEST_F(MockDriverTest, DebugModeZeroesAndSynchronises) {
   EXPECT_EQ(mock.syncs(), 3);
 }
 
+// A kernel without tensor maps under CUDA-graph capture: a graph allocation
+// for the workspace (the per-stream cache would need cuMemAlloc, refused in
+// the global capture mode, and may be freed later), freed after the kernels.
+TEST_F(MockDriverTest, CapturedCallsUseAGraphWorkspace) {
+  auto events = reinterpret_cast<const std::vector<std::string> *(*)()>(
+      dlsym(mock.h, "mock_events"));
+  ASSERT_TRUE(events && mock.capturing);
+  dash_bwd_args a = makeArgs();
+  mock.capturing(1);
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS) << err();
+  const std::vector<std::string> &E = *events();
+  ASSERT_EQ(E.size(), 5u);
+  ASSERT_EQ(E[0].rfind("alloc ", 0), 0u) << E[0];
+  EXPECT_EQ(E[1], "launch dash_bwd_preprocess");
+  EXPECT_EQ(E[2], "launch dash_bwd_main");
+  EXPECT_EQ(E[3], "launch dash_bwd_postprocess");
+  EXPECT_EQ(E[4], "free " + E[0].substr(6));
+  EXPECT_EQ(mock.syncs(), 0);
+  // Debug mode synchronizes after every launch: refused before anything is
+  // allocated or launched.
+  ASSERT_EQ(dash_runtime_set_debug(rt, 1), DASH_SUCCESS);
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_UNSUPPORTED);
+  EXPECT_NE(err().find("debug mode"), std::string::npos) << err();
+  EXPECT_NE(err().find("CUDA graph"), std::string::npos) << err();
+  EXPECT_EQ(E.size(), 5u);
+  // Outside capture the same runtime still works (and synchronizes).
+  mock.capturing(0);
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS) << err();
+  EXPECT_EQ(mock.syncs(), 3);
+}
+
 TEST_F(MockDriverTest, LaunchFailureNamesTheKernel) {
   mock.failLaunch(1);
   dash_bwd_args a = makeArgs();
@@ -582,5 +667,15 @@ TEST(MockDebugKernel, TrappedWaitBecomesAHangError) {
                      "b=0, h=1, hand-off 12 for 5000 polls"),
             std::string::npos)
       << msg;
+  // Under CUDA-graph capture a debug kernel is refused: it must synchronize
+  // to read its record.
+  ASSERT_NE(mock.capturing, nullptr);
+  mock.capturing(1);
+  const size_t launches = mock.launches()->size();
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_UNSUPPORTED);
+  msg = dash_runtime_last_error(rt);
+  EXPECT_NE(msg.find("is a debug kernel"), std::string::npos) << msg;
+  EXPECT_EQ(mock.launches()->size(), launches);
+  mock.capturing(0);
   dash_runtime_destroy(rt);
 }

@@ -15,6 +15,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -36,7 +37,19 @@ std::vector<MockLaunch> g_launches;
 std::vector<std::pair<std::string, int>> g_smemAttr;
 std::vector<MockTensorMap> g_tensorMaps;
 bool g_capturing = false;
+// Capture in the global mode (what PyTorch uses) refuses calls that are not
+// stream operations unless the thread switched to the relaxed mode.
+CUstreamCaptureMode g_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 std::vector<std::pair<CUdeviceptr, size_t>> g_copiesHtoD; // async, into device memory
+std::vector<const void *> g_copySources;                   // their host sources
+std::vector<std::pair<void *, size_t>> g_pinned;           // cuMemHostAlloc
+std::vector<std::string> g_events; // stream operations in order: alloc, free, copy, launch
+bool refusedUnderCapture() { return g_capturing && g_mode != CU_STREAM_CAPTURE_MODE_RELAXED; }
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(v));
+  return b;
+}
 } // namespace
 
 extern "C" {
@@ -51,6 +64,9 @@ __attribute__((visibility("default"))) void mock_reset(int sms, int occupancy, i
   g_smemAttr.clear();
   g_tensorMaps.clear();
   g_copiesHtoD.clear();
+  g_copySources.clear();
+  g_events.clear();
+  g_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   g_initCalls = g_memsets = g_syncs = 0;
 }
 __attribute__((visibility("default"))) void mock_fail_launch(int fail) { g_failLaunch = fail != 0; }
@@ -66,6 +82,15 @@ __attribute__((visibility("default"))) const std::vector<MockLaunch> *mock_launc
 __attribute__((visibility("default"))) const std::vector<std::pair<std::string, int>> *mock_smem_attrs() { return &g_smemAttr; }
 __attribute__((visibility("default"))) const std::vector<MockTensorMap> *mock_tensor_maps() { return &g_tensorMaps; }
 __attribute__((visibility("default"))) const std::vector<std::pair<CUdeviceptr, size_t>> *mock_copies_htod() { return &g_copiesHtoD; }
+__attribute__((visibility("default"))) const std::vector<const void *> *mock_copy_sources() { return &g_copySources; }
+__attribute__((visibility("default"))) const std::vector<std::string> *mock_events() { return &g_events; }
+__attribute__((visibility("default"))) int mock_capture_mode() { return int(g_mode); }
+__attribute__((visibility("default"))) int mock_is_pinned(const void *p, size_t n) {
+  for (auto &c : g_pinned)
+    if (p >= c.first && static_cast<const char *>(p) + n <= static_cast<const char *>(c.first) + c.second)
+      return 1;
+  return 0;
+}
 
 // --- driver API
 CUresult cuInit(unsigned) { ++g_initCalls; return CUDA_SUCCESS; }
@@ -86,8 +111,15 @@ CUresult cuCtxSetCurrent(CUcontext c) { g_current = c; return CUDA_SUCCESS; }
 CUresult cuCtxGetDevice(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
 CUresult cuCtxPushCurrent(CUcontext) { return CUDA_SUCCESS; }
 CUresult cuCtxPopCurrent(CUcontext *c) { *c = g_current; return CUDA_SUCCESS; }
-CUresult cuCtxSynchronize() { ++g_syncs; return CUDA_SUCCESS; }
+CUresult cuCtxSynchronize() {
+  if (refusedUnderCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  ++g_syncs;
+  return CUDA_SUCCESS;
+}
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+  if (refusedUnderCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (std::strncmp(static_cast<const char *>(image), "FAKE CUBIN", 10) != 0)
     return CUDA_ERROR_INVALID_IMAGE;
   *m = reinterpret_cast<CUmodule>(0x2000);
@@ -114,10 +146,36 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction, int, si
   return CUDA_SUCCESS;
 }
 CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
+  if (refusedUnderCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   *p = reinterpret_cast<CUdeviceptr>(std::aligned_alloc(256, (n + 255) / 256 * 256));
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
-CUresult cuMemFree(CUdeviceptr p) { std::free(reinterpret_cast<void *>(p)); return CUDA_SUCCESS; }
+CUresult cuMemFree(CUdeviceptr p) {
+  if (refusedUnderCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  std::free(reinterpret_cast<void *>(p));
+  return CUDA_SUCCESS;
+}
+// Stream-ordered: legal under capture (a graph memory node).
+CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream) {
+  *p = reinterpret_cast<CUdeviceptr>(std::aligned_alloc(256, (n + 255) / 256 * 256));
+  if (!*p)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  g_events.push_back("alloc " + hex(*p));
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFreeAsync(CUdeviceptr p, CUstream) {
+  g_events.push_back("free " + hex(p));
+  std::free(reinterpret_cast<void *>(p));
+  return CUDA_SUCCESS;
+}
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  CUstreamCaptureMode old = g_mode;
+  g_mode = *mode;
+  *mode = old;
+  return CUDA_SUCCESS;
+}
 CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream) {
   ++g_memsets;
   std::memset(reinterpret_cast<void *>(p), v, n);
@@ -130,6 +188,8 @@ CUresult cuMemcpyDtoH(void *, CUdeviceptr, size_t) { return CUDA_SUCCESS; }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream) {
   std::memcpy(reinterpret_cast<void *>(dst), src, n);
   g_copiesHtoD.push_back({dst, n});
+  g_copySources.push_back(src);
+  g_events.push_back("copy " + hex(dst));
   return CUDA_SUCCESS;
 }
 // Records the call; the "map" holds the global address and the call's index
@@ -173,6 +233,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
     l.params.push_back(v);
   }
   g_launches.push_back(l);
+  g_events.push_back("launch " + l.function);
   if (!g_hangRecord.empty() && l.function == "dash_bwd_main" && g_hostMapped) {
     std::memcpy(g_hostMapped, g_hangRecord.data(),
                 g_hangRecord.size() * sizeof(int64_t));
@@ -181,9 +242,14 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
   }
   return CUDA_SUCCESS;
 }
-CUresult cuMemHostAlloc(void **p, size_t n, unsigned) {
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  if (refusedUnderCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   *p = std::calloc(1, n);
-  g_hostMapped = *p;
+  if (*p)
+    g_pinned.push_back({*p, n});
+  if (flags & CU_MEMHOSTALLOC_DEVICEMAP)
+    g_hostMapped = *p;
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned) {
@@ -193,6 +259,11 @@ CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned) {
 CUresult cuMemFreeHost(void *p) {
   if (p == g_hostMapped)
     g_hostMapped = nullptr;
+  for (size_t i = 0; i < g_pinned.size(); ++i)
+    if (g_pinned[i].first == p) {
+      g_pinned.erase(g_pinned.begin() + long(i));
+      break;
+    }
   std::free(p);
   return CUDA_SUCCESS;
 }
@@ -204,6 +275,8 @@ CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *status) {
   return CUDA_SUCCESS;
 }
 CUresult cuStreamSynchronize(CUstream) {
+  if (refusedUnderCapture())
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   ++g_syncs;
   if (g_trapped) {
     g_trapped = false;

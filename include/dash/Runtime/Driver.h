@@ -47,6 +47,8 @@ namespace dash::rt {
     "cuOccupancyMaxActiveBlocksPerMultiprocessor")                             \
   X(cuMemAlloc, "cuMemAlloc_v2")                                               \
   X(cuMemFree, "cuMemFree_v2")                                                 \
+  X(cuMemAllocAsync, "cuMemAllocAsync")                                        \
+  X(cuMemFreeAsync, "cuMemFreeAsync")                                          \
   X(cuMemsetD8Async, "cuMemsetD8Async")                                        \
   X(cuMemsetD16Async, "cuMemsetD16Async")                                      \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                           \
@@ -61,6 +63,7 @@ namespace dash::rt {
   X(cuStreamDestroy, "cuStreamDestroy_v2")                                     \
   X(cuStreamQuery, "cuStreamQuery")                                            \
   X(cuStreamIsCapturing, "cuStreamIsCapturing")                                \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")    \
   X(cuStreamSynchronize, "cuStreamSynchronize")                                \
   X(cuEventCreate, "cuEventCreate")                                            \
   X(cuEventDestroy, "cuEventDestroy_v2")                                       \
