@@ -9,7 +9,7 @@ the seed that orders it (bench/NOTES.md sections 25, 26), so a cell at the
 line passes or misses by chance in any single run. Each LABEL is one run;
 several files under one label are merged (a run completed in a second call
 for the cells the first one did not reach; a cell in two files of one label
-is an error). Per target cell (s >= 2048): ours det (auto) / cuDNN in every
+is an error, as is any row given twice). Per target cell (s >= 2048): ours det (auto) / cuDNN in every
 run, their median and spread (max - min), FA3-det / cuDNN of the anchor, and
 whether the median meets it (and 1.1x of it at d = 128 causal s >= 8192).
 A cell missing from a run is judged on the runs that have it, and marked.
@@ -25,11 +25,11 @@ sys.path.insert(0, HERE)
 import summarize  # noqa: E402  (load_anchors, DEFAULT_ANCHORS)
 
 
-def cell_ratios(results):
-    """{(d, mask, s): ours det (auto) / cuDNN} of one run's result rows."""
+def cell_ratios(rows):
+    """{(d, mask, s): ours det (auto) / cuDNN} of one run's {(cell, impl): tflops}."""
     cells = {}
-    for r in results:
-        cells.setdefault((r["d"], r["mask"], r["s"]), {})[r["impl"]] = r.get("tflops")
+    for (key, impl), tflops in rows.items():
+        cells.setdefault(key, {})[impl] = tflops
     out = {}
     for key, c in cells.items():
         det, cudnn = c.get("dash-auto-det"), c.get("sdpa-cudnn")
@@ -39,15 +39,17 @@ def cell_ratios(results):
 
 
 def merge_run(label, docs):
-    """One run's ratios from the files of its label; a cell twice is an error."""
-    merged = {}
+    """One run's ratios from the files of its label (a run completed in a
+    second call); a row (cell, implementation) given twice is an error."""
+    rows = {}
     for name, results in docs:
-        for key, v in cell_ratios(results).items():
-            if key in merged:
-                raise ValueError("run %s: cell d=%d %s s=%d is in more than one file (%s)"
-                                 % (label, key[0], key[1], key[2], name))
-            merged[key] = v
-    return merged
+        for r in results:
+            key = ((r["d"], r["mask"], r["s"]), r["impl"])
+            if key in rows:
+                raise ValueError("run %s: %s of cell d=%d %s s=%d is given twice (%s)"
+                                 % (label, key[1], key[0][0], key[0][1], key[0][2], name))
+            rows[key] = r.get("tflops")
+    return cell_ratios(rows)
 
 
 def judge(runs, anchors):
@@ -78,7 +80,7 @@ def judge(runs, anchors):
 
 def render(labels, rows, fa3, fa3x11):
     head = "| d | mask | s | " + " | ".join(labels) + " | median | spread | FA3-det (anchor) | meets |"
-    lines = [head, "|" + "---|" * (6 + len(labels))]
+    lines = [head, "|" + "---|" * (7 + len(labels))]
     for r in rows:
         vals = ["-" if r["ratios"][lb] is None else "%.3f" % r["ratios"][lb] for lb in labels]
         meets = "yes" if r["meets"] else "no (%.1f%% short)" % (100 * (r["anchor"] / r["median"] - 1))
@@ -125,7 +127,11 @@ def main():
     except (OSError, ValueError, KeyError, TypeError) as e:
         print("regimes: %s" % e, file=sys.stderr)
         return 2
-    anchors = summarize.load_anchors(args.anchors)
+    try:
+        anchors = summarize.load_anchors(args.anchors)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print("regimes: cannot read the anchors %s: %s" % (args.anchors, e), file=sys.stderr)
+        return 2
     if not anchors:
         print("regimes: no anchors at %s" % args.anchors, file=sys.stderr)
         return 2

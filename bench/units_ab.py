@@ -25,7 +25,8 @@ def parse_cells(text):
     cells = []
     for c in text.split(","):
         d, mask, s = c.split(":")
-        if mask not in ("full", "causal") or int(d) not in (64, 128) or 16384 % int(s):
+        if mask not in ("full", "causal") or int(d) not in (64, 128) or int(s) <= 0 \
+                or 16384 % int(s):
             raise ValueError("bad cell %r (d:mask:s, d in 64/128, s dividing 16384)" % c)
         cells.append((int(d), mask, int(s)))
     return cells
@@ -75,7 +76,12 @@ def main():
                 print("units_ab: G=%d refused: %s" % (g, rt.last_error()), file=sys.stderr)
                 return 1
             infos.append((info.num_units, R.info_dict(info)["policy"]))
-            fns.append(lambda a=a: rt.launch(a, stream))
+
+            def call(a=a, g=g):
+                st, _ = rt.launch(a, stream)
+                if st != R.SUCCESS:  # a timed call that did not launch must not be timed
+                    raise RuntimeError("units_ab: G=%d failed: %s" % (g, rt.last_error()))
+            fns.append(call)
         times, _ = timed_interleaved(fns, args.runs, seed=cell_seed(d, mask, s, args.seed))
         b, h = 16384 // s, 2048 // d
         flops = 10 * b * h * s * s * d // (2 if mask == "causal" else 1)

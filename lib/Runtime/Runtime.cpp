@@ -1160,14 +1160,15 @@ void dash_runtime_destroy(dash_runtime *rt) {
     return;
   if (rt->drv.loaded() && rt->debugHost)
     rt->drv.cuMemFreeHost(rt->debugHost);
-  if (rt->drv.loaded())
-    for (void *chunk : rt->pinnedChunks)
-      rt->drv.cuMemFreeHost(chunk);
   if (rt->drv.loaded()) {
     for (CtxState &c : rt->ctxs) {
       // The context may be gone already (user destroyed it): then skip.
       if (rt->drv.cuCtxPushCurrent(c.ctx) != CUDA_SUCCESS)
         continue;
+      // Captured calls' tensor-map slots are read by every replay: wait for
+      // the context's work (a replay in flight included) before freeing them.
+      if (!rt->pinnedChunks.empty())
+        rt->drv.cuCtxSynchronize();
       for (auto &w : c.workspace)
         if (w.second.ptr) {
           rt->drv.cuStreamSynchronize(w.first);
@@ -1175,6 +1176,16 @@ void dash_runtime_destroy(dash_runtime *rt) {
         }
       for (auto &k : c.kernels)
         rt->drv.cuModuleUnload(k.second.module);
+      CUcontext popped;
+      rt->drv.cuCtxPopCurrent(&popped);
+    }
+    // The slots are portable pinned memory: freed with any live context current.
+    for (CtxState &c : rt->ctxs) {
+      if (rt->pinnedChunks.empty() || rt->drv.cuCtxPushCurrent(c.ctx) != CUDA_SUCCESS)
+        continue;
+      for (void *chunk : rt->pinnedChunks)
+        rt->drv.cuMemFreeHost(chunk);
+      rt->pinnedChunks.clear();
       CUcontext popped;
       rt->drv.cuCtxPopCurrent(&popped);
     }
@@ -1462,7 +1473,9 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   }
   if (launched != DASH_SUCCESS)
     return launched;
-  DRV(graphWs.release(), " (the captured workspace's free)");
+  if (CUresult r = graphWs.release(); r != CUDA_SUCCESS)
+    return fail(DASH_ERROR_DRIVER, rt->drv.describe("cuMemFreeAsync", r) +
+                                       " (the captured workspace)");
   fillInfo(rt, plan, out_info);
   if (out_info)
     out_info->workspace_bytes = ws.total;

@@ -45,6 +45,8 @@ def test_the_median_decides_not_the_luckiest_run(tmp_path):
     assert "| 64 | full | 4096 | 0.950 | 0.850 | 0.880 | 0.880 | 0.100 | 0.900 | no (2.3% short) |" in out.stdout
     assert "| 128 | causal | 8192 | 1.120 | 0.980 | 1.020 | 1.020 | 0.140 | 1.000 | yes; 1.1x: no |" in out.stdout
     assert "| 64 | full | 1024 |" not in out.stdout
+    head, sep = out.stdout.splitlines()[:2]
+    assert sep.count("---|") == head.count("|") - 1  # a Markdown table: one rule per column
     assert "FA3-class 1 / 2; 1.1x FA3-det at d=128 causal s >= 8192: 0 / 1" in out.stdout
 
 
@@ -65,7 +67,16 @@ def test_bad_input_is_refused(tmp_path):
     a = _run_file(tmp_path, "a.json", {(128, "causal", 8192): (560, 500)})
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    for runs, msg in [(["r=" + a + "," + a], "more than one file"),
+    twice = tmp_path / "twice.json"
+    rows = json.loads(open(a).read())["results"]
+    twice.write_text(json.dumps(dict(meta={}, results=rows + rows[:1])))
+    bad_anchors = tmp_path / "bad-anchors.json"
+    bad_anchors.write_text("[{\"d\": 64}]")
+    out = subprocess.run([sys.executable, SCRIPT, "r=" + a, "--anchors", str(bad_anchors)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "cannot read the anchors" in out.stderr, out.stderr
+    for runs, msg in [(["r=" + a + "," + a], "given twice"),
+                      (["r=" + str(twice)], "given twice"),
                       (["r=" + a, "r=" + a], "given twice"),
                       (["nolabel"], "LABEL=FILE"),
                       (["r=" + str(bad)], "regimes:"),

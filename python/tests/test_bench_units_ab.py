@@ -19,6 +19,8 @@ def test_bad_input_exits_2_before_any_gpu_work():
     for argv, msg in [(["--cells", "64:bad:1024"], "bad cell"),
                       (["--cells", "96:full:1024"], "bad cell"),
                       (["--cells", "64:full:3000"], "bad cell"),
+                      (["--cells", "64:full:0"], "bad cell"),
+                      (["--cells", "64:full:-1024"], "bad cell"),
                       (["--cells", "64:full:1024", "--units", "0,0"], "distinct"),
                       (["--cells", "64:full:1024", "--units", "-1"], "distinct")]:
         out = subprocess.run([sys.executable, SCRIPT, *argv], capture_output=True, text=True)

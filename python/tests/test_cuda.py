@@ -235,8 +235,11 @@ def test_cuda_graph_capture_and_replay(D, causal):
     def call():
         return dash_attn.attention_backward(*static, causal=causal)
 
-    # No eager call of this shape first: a captured call loads what it needs
-    # itself (in the relaxed capture mode) and sizes its own workspace.
+    # No eager call first, not even an earlier test's: a fresh runtime (no
+    # graph of an old one is alive here) must load what it needs under the
+    # capture itself (in the relaxed mode) and size its own workspace.
+    from dash_attn import _runtime
+    _runtime.reset_runtimes()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         out = call()

@@ -390,7 +390,8 @@ TEST_F(MockDriverTensorMaps, CapturedCallsCopyTheMapsFromTheirOwnPinnedSlot) {
       dlsym(mock.h, "mock_events"));
   auto isPinned = reinterpret_cast<int (*)(const void *, size_t)>(dlsym(mock.h, "mock_is_pinned"));
   auto captureMode = reinterpret_cast<int (*)()>(dlsym(mock.h, "mock_capture_mode"));
-  ASSERT_TRUE(copySources && events && isPinned && captureMode && mock.capturing);
+  auto refused = reinterpret_cast<int (*)()>(dlsym(mock.h, "mock_refused"));
+  ASSERT_TRUE(copySources && events && isPinned && captureMode && refused && mock.capturing);
   const size_t mapBytes = 7 * sizeof(CUtensorMap);
 
   // The first call of the process is the captured one: its module is loaded
@@ -400,7 +401,7 @@ TEST_F(MockDriverTensorMaps, CapturedCallsCopyTheMapsFromTheirOwnPinnedSlot) {
   dash_bwd_info info;
   ASSERT_EQ(dash_attention_bwd(rt, &a, stream, &info), DASH_SUCCESS) << dash_runtime_last_error(rt);
   EXPECT_EQ(captureMode(), int(CU_STREAM_CAPTURE_MODE_GLOBAL));
-  EXPECT_EQ(mock.syncs(), 0);
+  EXPECT_EQ(refused(), 0); // nothing tried a call the global mode refuses
   ASSERT_EQ(mock.copiesHtoD()->size(), 1u);
   const void *slot1 = (*copySources())[0];
   EXPECT_TRUE(isPinned(slot1, mapBytes));
@@ -434,6 +435,7 @@ TEST_F(MockDriverTensorMaps, CapturedCallsCopyTheMapsFromTheirOwnPinnedSlot) {
   EXPECT_TRUE(isPinned(slot2, mapBytes));
   EXPECT_GE(static_cast<const char *>(slot2), static_cast<const char *>(slot1) + mapBytes);
   EXPECT_EQ(std::memcmp(before.data(), slot1, mapBytes), 0);
+  EXPECT_EQ(refused(), 0);
 
   // Outside capture: the per-stream cached workspace (cuMemAlloc) and a copy
   // from the call's frame, as before; no graph allocation.
@@ -443,6 +445,36 @@ TEST_F(MockDriverTensorMaps, CapturedCallsCopyTheMapsFromTheirOwnPinnedSlot) {
   for (size_t i = n; i < events()->size(); ++i)
     EXPECT_EQ((*events())[i].rfind("alloc ", 0), std::string::npos) << (*events())[i];
   EXPECT_FALSE(isPinned((*copySources())[2], mapBytes));
+
+  // A launch that fails under capture still frees the graph allocation (in
+  // stream order) and leaves the thread in the global mode.
+  mock.capturing(1);
+  mock.failLaunch(1);
+  const size_t m = events()->size();
+  EXPECT_EQ(dash_attention_bwd(rt, &a, stream, nullptr), DASH_ERROR_DRIVER);
+  ASSERT_GE(events()->size(), m + 3);
+  EXPECT_EQ((*events())[m].rfind("alloc ", 0), 0u);
+  EXPECT_EQ(events()->back(), "free " + (*events())[m].substr(6));
+  EXPECT_EQ(captureMode(), int(CU_STREAM_CAPTURE_MODE_GLOBAL));
+  mock.failLaunch(0);
+  mock.capturing(0);
+}
+
+// A module load that fails under capture (a cubin gone since the runtime
+// read the manifests) reports it and restores the thread's capture mode.
+TEST_F(MockDriverTensorMaps, FailedLoadUnderCaptureRestoresTheMode) {
+  load("panels8");
+  auto captureMode = reinterpret_cast<int (*)()>(dlsym(mock.h, "mock_capture_mode"));
+  ASSERT_TRUE(captureMode && mock.capturing);
+  std::remove((dir + "/" + name + ".cubin").c_str());
+  dash_bwd_args a = makeArgs(2, 256, 320, 4, 2, 128);
+  mock.capturing(1);
+  EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_ERROR_MANIFEST);
+  EXPECT_NE(std::string(dash_runtime_last_error(rt)).find("cannot read cubin"), std::string::npos)
+      << dash_runtime_last_error(rt);
+  EXPECT_EQ(captureMode(), int(CU_STREAM_CAPTURE_MODE_GLOBAL));
+  EXPECT_TRUE(mock.launches()->empty());
+  mock.capturing(0);
 }
 
 // Kernels built before "dq_accum_map" existed reduce-add 128B-swizzled
@@ -590,7 +622,9 @@ TEST_F(MockDriverTest, CapturedCallsUseAGraphWorkspace) {
   EXPECT_EQ(E[2], "launch dash_bwd_main");
   EXPECT_EQ(E[3], "launch dash_bwd_postprocess");
   EXPECT_EQ(E[4], "free " + E[0].substr(6));
-  EXPECT_EQ(mock.syncs(), 0);
+  auto refused = reinterpret_cast<int (*)()>(dlsym(mock.h, "mock_refused"));
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused(), 0); // nothing tried a call the global mode refuses
   // Debug mode synchronizes after every launch: refused before anything is
   // allocated or launched.
   ASSERT_EQ(dash_runtime_set_debug(rt, 1), DASH_SUCCESS);

@@ -44,7 +44,12 @@ std::vector<std::pair<CUdeviceptr, size_t>> g_copiesHtoD; // async, into device 
 std::vector<const void *> g_copySources;                   // their host sources
 std::vector<std::pair<void *, size_t>> g_pinned;           // cuMemHostAlloc
 std::vector<std::string> g_events; // stream operations in order: alloc, free, copy, launch
-bool refusedUnderCapture() { return g_capturing && g_mode != CU_STREAM_CAPTURE_MODE_RELAXED; }
+int g_refused = 0; // calls refused as the global capture mode refuses them
+bool refusedUnderCapture() {
+  bool refused = g_capturing && g_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+  g_refused += refused;
+  return refused;
+}
 std::string hex(uint64_t v) {
   char b[32];
   std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(v));
@@ -67,7 +72,7 @@ __attribute__((visibility("default"))) void mock_reset(int sms, int occupancy, i
   g_copySources.clear();
   g_events.clear();
   g_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-  g_initCalls = g_memsets = g_syncs = 0;
+  g_initCalls = g_memsets = g_syncs = g_refused = 0;
 }
 __attribute__((visibility("default"))) void mock_fail_launch(int fail) { g_failLaunch = fail != 0; }
 __attribute__((visibility("default"))) void mock_capturing(int on) { g_capturing = on != 0; }
@@ -85,6 +90,7 @@ __attribute__((visibility("default"))) const std::vector<std::pair<CUdeviceptr, 
 __attribute__((visibility("default"))) const std::vector<const void *> *mock_copy_sources() { return &g_copySources; }
 __attribute__((visibility("default"))) const std::vector<std::string> *mock_events() { return &g_events; }
 __attribute__((visibility("default"))) int mock_capture_mode() { return int(g_mode); }
+__attribute__((visibility("default"))) int mock_refused() { return g_refused; }
 __attribute__((visibility("default"))) int mock_is_pinned(const void *p, size_t n) {
   for (auto &c : g_pinned)
     if (p >= c.first && static_cast<const char *>(p) + n <= static_cast<const char *>(c.first) + c.second)

@@ -14,7 +14,10 @@
  *    strides {Hq*Sq*D, D, Sq*D, 1}) except: the stride of D must be 1 and the
  *    other strides of bf16/f16 tensors must be multiples of 8 elements (16 B).
  *  - A runtime object may be used from several threads (calls serialise on
- *    an internal lock). Workspace is cached per (CUDA context, stream).
+ *    an internal lock). Workspace is cached per (CUDA context, stream);
+ *    a call under CUDA-graph stream capture gets a graph allocation of its
+ *    own instead, and its tensor maps a pinned host slot the runtime keeps
+ *    until it is destroyed (docs/Runtime.md).
  *===----------------------------------------------------------------------===*/
 
 #ifndef DASH_RUNTIME_RUNTIME_H
@@ -122,7 +125,9 @@ DASH_API dash_status dash_runtime_create(const char *kernel_dir, dash_runtime **
  * "libcuda.so.1"). Used by the tests to load a mock driver. */
 DASH_API dash_status dash_runtime_create_ex(const char *kernel_dir, const char *libcuda_path,
                                             dash_runtime **out);
-/* Frees modules and workspace in every context it used. NULL is a no-op. */
+/* Waits for each context it used, then frees modules, workspace and the
+ * pinned slots of captured calls. A CUDA graph that captured a call of this
+ * runtime must not be replayed after this. NULL is a no-op. */
 DASH_API void dash_runtime_destroy(dash_runtime *rt);
 
 /* Message of the last failing call on this thread ("" if none). rt may be
