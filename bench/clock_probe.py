@@ -78,7 +78,7 @@ def parse_cells(text):
         if (len(parts) != 3 or parts[0] not in ("64", "128") or
                 parts[1] not in ("full", "causal") or not parts[2].isdigit() or
                 int(parts[2]) < 1 or 16384 % int(parts[2])):
-            raise ValueError("clock_probe: a cell is d:mask:s with d 64 or 128, mask "
+            raise ValueError("a cell is d:mask:s with d 64 or 128, mask "
                              "full or causal and s dividing 16384 (b = 16384 / s), "
                              "got '%s'" % c)
         cells.append((int(parts[0]), parts[1], int(parts[2])))
@@ -122,7 +122,7 @@ def main():
     try:
         cells = parse_cells(args.cells)
     except ValueError as e:
-        print(e, file=sys.stderr)
+        print("clock_probe: %s" % e, file=sys.stderr)
         return 2
     import torch
     sampler = Sampler(args.sample_ms)

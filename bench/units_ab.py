@@ -19,17 +19,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
-
-def parse_cells(text):
-    cells = []
-    for c in text.split(","):
-        d, mask, s = c.split(":")
-        if mask not in ("full", "causal") or int(d) not in (64, 128) or int(s) <= 0 \
-                or 16384 % int(s):
-            raise ValueError("bad cell %r (d:mask:s, d in 64/128, s dividing 16384)" % c)
-        cells.append((int(d), mask, int(s)))
-    return cells
+from clock_probe import parse_cells  # noqa: E402  (torch-free)
+from kernel_times import flops  # noqa: E402  (torch-free)
 
 
 def parse_units(text):
@@ -47,7 +38,12 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     try:
-        cells, units = parse_cells(args.cells), parse_units(args.units)
+        cells = parse_cells(args.cells)
+    except ValueError as e:
+        print("units_ab: bad cell: %s" % e, file=sys.stderr)
+        return 2
+    try:
+        units = parse_units(args.units)
     except ValueError as e:
         print("units_ab: %s" % e, file=sys.stderr)
         return 2
@@ -83,11 +79,10 @@ def main():
                     raise RuntimeError("units_ab: G=%d failed: %s" % (g, rt.last_error()))
             fns.append(call)
         times, _ = timed_interleaved(fns, args.runs, seed=cell_seed(d, mask, s, args.seed))
-        b, h = 16384 // s, 2048 // d
-        flops = 10 * b * h * s * s * d // (2 if mask == "causal" else 1)
+        f = flops(d, mask, s)
         for (g, pol), ms in zip(infos, times):
             print("| %d | %s | %d | %d | %s | %.3f | %.1f | %.3f |" % (
-                d, mask, s, g, pol, ms, flops / ms / 1e9, times[0] / ms))
+                d, mask, s, g, pol, ms, f / ms / 1e9, times[0] / ms))
     return 0
 
 

@@ -885,9 +885,9 @@ dash_status ensureWorkspace(dash_runtime *rt, CtxState &c, CUstream stream,
   return DASH_SUCCESS;
 }
 
-// Under CUDA-graph capture the thread's capture mode may forbid calls that
-// are not stream operations (cuMemHostAlloc, a module load): PyTorch captures
-// in the global mode. Libraries make such calls in the relaxed mode for the
+// Under CUDA-graph capture the thread's capture mode may forbid "potentially
+// unsafe" calls (cuMemHostAlloc, a module load): PyTorch captures in the
+// global mode. Libraries make such calls in the relaxed mode for the
 // duration of the call (cuThreadExchangeStreamCaptureMode), then restore it.
 struct RelaxedCapture {
   dash_runtime *rt = nullptr;
