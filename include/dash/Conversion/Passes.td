@@ -119,14 +119,6 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "would not fit together); 0 issues dV after the dS pass and its "
            "proxy fence; -1: the default, 0 (bench/NOTES.md sections 19 and "
            "24)">,
-    Option<"dvInPass", "dv-in-pass", "int64_t", /*default=*/"-1",
-           "mma=wgmma: 1 issues dV += P^T dO inside the exp2 pass, one "
-           "k-slice (16 Q columns) as soon as its P values are packed, so dV "
-           "runs on the tensor cores under the rest of the pass instead of "
-           "ahead of dQ; the pass is then branch-free (the mask by per-thread "
-           "thresholds on every tile) and at 128-row Q tiles the dS pass "
-           "reads P back from its bf16 pairs; 0 keeps dV after the pass; -1: "
-           "the default (0)">,
     Option<"earlySt", "early-st", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 issues the next step's S^T = K Q^T "
            "as soon as this step's dQ is complete, before its dQ hand-off "

@@ -212,24 +212,6 @@ struct ConvertDashToGPUPass
     // it early unless early-dv=0, unmeasured).
     bool dvEarly = useWgmma && (earlyDv == 1 || (earlyDv == -1 && bm == 64 &&
                                                   !tma));
-    if (failed(checkOption("dv-in-pass", dvInPass, -1, 1, "0 or 1")))
-      return failure();
-    if (dvInPass == 1 && !useWgmma)
-      return op.emitOpError() << "dv-in-pass=1 needs mma=wgmma (the " << mma
-                              << " kernels have no dV issue order)";
-    if (dvInPass == 1 && earlyDv == 1)
-      return op.emitOpError() << "dv-in-pass=1 and early-dv=1 exclude each "
-                                 "other (both place dV's issue)";
-    bool dvPass = useWgmma && dvInPass == 1;
-    dvEarly = dvEarly && !dvPass;
-    // One exp2 chunk per dV k-slice (16 Q columns: 8 values a thread).
-    if (dvPass && exp2Chunks < 0)
-      chunks = bm / 16;
-    if (dvPass && chunks != bm / 16)
-      return op.emitOpError()
-             << "dv-in-pass=1 needs exp2-chunks=" << bm / 16
-             << " (one chunk per dV k-slice at " << bm << "-row Q tiles; got "
-             << chunks << ")";
     if (failed(checkOption("ablate-exp2", ablateExp2, 0, 1, "1")))
       return failure();
     if (ablateExp2 == 1 && !useWgmma)
@@ -303,7 +285,7 @@ struct ConvertDashToGPUPass
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
-                            ablateExp2 == 1, dqMain,  dvPass};
+                            ablateExp2 == 1, dqMain};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -339,7 +321,6 @@ struct ConvertDashToGPUPass
       config.append("ds_buffers", b.getI64IntegerAttr(dsBufs));
       config.append("ds_stmatrix", b.getBoolAttr(dsStm));
       config.append("early_dv", b.getBoolAttr(dvEarly));
-      config.append("dv_in_pass", b.getBoolAttr(dvPass));
       config.append("mma_regs", b.getI64IntegerAttr(regs));
       if (tma)
         config.append("early_st", b.getBoolAttr(stEarly));

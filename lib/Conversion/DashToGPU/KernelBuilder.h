@@ -533,9 +533,6 @@ struct WgmmaConfig {
   /// Deterministic TMA kernels: the MMA warpgroups convert finished dQ
   /// tiles after their walk (dq-in-main=1; WgmmaDqConvert.cpp).
   bool dqInMain = false;
-  /// dV's k-slices issued inside the exp2 pass as their P values are packed;
-  /// the pass masks by per-thread thresholds, with no branch (dv-in-pass=1).
-  bool dvInPass = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -332,20 +332,13 @@ void WgmmaMain::emitMma() {
             return acc;
           };
           Value lseInit = lseAcc ? accStart(lseBase, negInvScaleLog2) : Value();
-          // dv-in-pass: dP^T's accumulator starts at -dPsum and adds V dO^T,
-          // so it holds dP - dPsum and the dS pass negates nothing. (The
-          // other form's negation reads only the accumulator; in the
-          // branch-free step LLVM hoists it right behind the issue, where
-          // ptxas then waits for dP^T to complete, C7517.)
-          const bool dpsNeg = dpsAcc && config.dvInPass;
-          Value dpsTimes = dpsNeg ? g.f32(-1.0) : Value();
           // (Level 2 implies level 1.)
-          Value dpsInit = lseAcc ? accStart(dpsBase, dpsTimes) : Value();
+          Value dpsInit = lseAcc ? accStart(dpsBase, Value()) : Value();
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           Value S = earlySt ? acc[2] : rowsTimesQT(kRowsDesc, qd, lseInit, false);
           if (dpsAcc && !dpsInit)
-            dpsInit = accStart(dpsBase, dpsTimes);
-          Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc && !dpsNeg);
+            dpsInit = accStart(dpsBase, Value());
+          Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc);
           phase(kPhIssued);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
           phase(kPhSDone);
@@ -386,18 +379,6 @@ void WgmmaMain::emitMma() {
           // Measured, not derived: 8 chunks +1.2..+2.4% at D = 64
           // (bench/NOTES.md section 22).
           const int64_t perChunk = bm / 2 / config.exp2Chunks;
-          // P of S^T register r, unmasked, with the chunk's scale c. One
-          // FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2: the
-          // accumulator is S - lse_log2 / c, one FMUL).
-          auto expOf = [&](int64_t r, Value c) {
-            Value x = lseAcc ? g.mul(w.elem(S, r), c)
-                             : LLVM::FMAOp::create(
-                                   b, loc, w.elem(S, r), c,
-                                   arith::NegFOp::create(
-                                       b, loc, statOf(lseV, lseBase, r)))
-                                   .getResult();
-            return config.ablateExp2 ? x : k.exp2(x);
-          };
           auto pPass = [&](bool masked) {
             SmallVector<Value> P;
             Value c = scaleLog2;
@@ -405,7 +386,15 @@ void WgmmaMain::emitMma() {
               Value qc = colOf(r);
               if (r && r % perChunk == 0)
                 c = w.after(scaleLog2, P.back());
-              Value p = expOf(r, c);
+              // One FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2:
+              // the accumulator is S - lse_log2 / c, one FMUL).
+              Value x = lseAcc ? g.mul(w.elem(S, r), c)
+                               : LLVM::FMAOp::create(
+                                     b, loc, w.elem(S, r), c,
+                                     arith::NegFOp::create(
+                                         b, loc, statOf(lseV, lseBase, r)))
+                                     .getResult();
+              Value p = config.ablateExp2 ? x : k.exp2(x);
               if (masked) { // 32-bit: positions are below S < 2^31
                 Value gq = g.add(m.q0, w.i32of(qc));
                 Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));
@@ -418,6 +407,22 @@ void WgmmaMain::emitMma() {
             }
             scf::YieldOp::create(b, loc, P);
           };
+          // Only tiles that cross the diagonal or the sequence ends pay for
+          // the per-element mask.
+          Value needMask = g.orI(g.lt(Sq, g.add(q0, g.idx(bm))),
+                                 g.lt(Sk, g.add(kv0, g.idx(kBn))));
+          if (causal) // some KV row of the tile lies past some query's end
+            needMask = g.orI(needMask, g.lt(g.add(q0, off),
+                                            g.add(kv0, g.idx(kBn - 1))));
+          auto ifMask = scf::IfOp::create(
+              b, loc, SmallVector<Type>(bm / 2, w.f32), needMask, true);
+          {
+            OpBuilder::InsertionGuard mg(b);
+            b.setInsertionPointToStart(&ifMask.getThenRegion().front());
+            pPass(true);
+            b.setInsertionPointToStart(&ifMask.getElseRegion().front());
+            pPass(false);
+          }
           // dV += P^T dO (A in registers: the S^T accumulator fragment is
           // the A fragment, k-slice kk being registers 8kk .. 8kk + 7; B =
           // dO, N-major). By default it follows the dS^T stores and their
@@ -429,86 +434,23 @@ void WgmmaMain::emitMma() {
           // its bf16 pairs (the registers dV reads), so P's f32 values die at
           // the packing: 32 + 64 + 64 live values instead of 64 + 32 + 64 +
           // 64.
-          //
-          // dv-in-pass=1: dV's k-slice kk goes out as soon as chunk kk of the
-          // pass (registers 8kk .. 8kk + 7) is packed, so dV runs on the
-          // tensor cores under the rest of the pass, not ahead of dQ. Its
-          // wgmmas must not sit in a branch (ptxas serialises wgmmas on a
-          // divergent path, C7520), so that pass masks every tile by
-          // per-thread thresholds: register r is Q column fragCol + cq(r)
-          // and KV row fragRow + ck(r) of the warpgroup's rows, with
-          // compile-time cq(r) = 8(r/4) + r%2 and ck(r) = 8((r/2)%2), and
-          // valid iff cq < S_q - q0 - fragCol, ck < S_k - kv0 - fragRow and
-          // (causal) ck - cq <= q0 + off - kv0 + fragCol - fragRow: the
-          // masked pass's conditions, a compare with an immediate each.
-          const bool dvInPass = config.dvInPass;
-          // Each dV slice is a committed group of its own: ptxas makes every
-          // slice a group in the SASS anyway (a wgmma between other
-          // instructions), and the wait after the pass can then leave the
-          // later slices running: S^T, dP^T and slice 0 complete.
-          const int64_t dvWait = dvInPass ? bm / 16 - 1 : 0;
           const bool earlyDv = config.earlyDv;
-          const bool pFromBf16 = (earlyDv || dvInPass) && bm == 128;
-          SmallVector<Value> P, pA, dsA;
-          auto dvSlice = [&](int64_t kk) {
-            ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
-            accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
-          };
+          const bool pFromBf16 = earlyDv && bm == 128;
+          SmallVector<Value> pA, dsA;
           auto issueDv = [&] {
             NVVM::WgmmaFenceAlignedOp::create(b, loc);
             od = qDesc(kDO, buf);
-            for (int64_t kk = 0; kk < bm / 16; ++kk)
-              dvSlice(kk);
+            for (int64_t kk = 0; kk < bm / 16; ++kk) {
+              ArrayRef<Value> aP(pA.data() + 4 * kk, 4);
+              accV = w.wgmmaRS(accV, aP, w.descAt(od, kk * 16 * 128), D);
+            }
             NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           };
-          if (dvInPass) {
-            Value fr = w.i32of(fragRow), fc = w.i32of(fragCol);
-            Value tQ = g.sub(g.sub(m.sq, m.q0), fc);
-            Value tK = g.sub(g.sub(m.sk, m.kv0), fr);
-            Value tC = g.sub(g.add(g.sub(g.add(m.q0, m.off), m.kv0), fc), fr);
-            od = qDesc(kDO, buf);
-            Value c = scaleLog2;
-            for (int64_t kk = 0; kk < bm / 16; ++kk) {
-              for (int64_t r = 8 * kk; r < 8 * kk + 8; ++r) {
-                if (r && r % perChunk == 0)
-                  c = w.after(scaleLog2, P.back());
-                int64_t cq = 8 * (r / 4) + r % 2, ck = 8 * ((r / 2) % 2);
-                Value valid =
-                    g.andI(g.lt(w.c32(cq), tQ), g.lt(w.c32(ck), tK));
-                if (causal)
-                  valid = g.andI(valid, g.lt(w.c32(ck - cq - 1), tC));
-                P.push_back(arith::SelectOp::create(b, loc, valid,
-                                                    expOf(r, c), g.f32(0.0)));
-              }
-              for (int64_t r = 8 * kk; r < 8 * kk + 8; r += 2)
-                pA.push_back(w.packBf16(P[r], P[r + 1]));
-              NVVM::WgmmaFenceAlignedOp::create(b, loc);
-              dvSlice(kk);
-              NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-            }
-          } else {
-            // Only tiles that cross the diagonal or the sequence ends pay
-            // for the per-element mask.
-            Value needMask = g.orI(g.lt(Sq, g.add(q0, g.idx(bm))),
-                                   g.lt(Sk, g.add(kv0, g.idx(kBn))));
-            if (causal) // some KV row of the tile lies past some query's end
-              needMask = g.orI(needMask, g.lt(g.add(q0, off),
-                                              g.add(kv0, g.idx(kBn - 1))));
-            auto ifMask = scf::IfOp::create(
-                b, loc, SmallVector<Type>(bm / 2, w.f32), needMask, true);
-            {
-              OpBuilder::InsertionGuard mg(b);
-              b.setInsertionPointToStart(&ifMask.getThenRegion().front());
-              pPass(true);
-              b.setInsertionPointToStart(&ifMask.getElseRegion().front());
-              pPass(false);
-            }
-            P.assign(ifMask.getResults().begin(), ifMask.getResults().end());
-            for (int64_t r = 0; r < bm / 2; r += 2)
-              pA.push_back(w.packBf16(P[r], P[r + 1]));
-            if (earlyDv)
-              issueDv();
-          }
+          for (int64_t r = 0; r < bm / 2; r += 2)
+            pA.push_back(
+                w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
+          if (earlyDv)
+            issueDv();
           phase(kPhPDone);
           // wg-turns=2: the other warpgroup's S^T/dP^T wait for this exp2
           // pass, so the two passes never share the SFU.
@@ -519,7 +461,7 @@ void WgmmaMain::emitMma() {
           if (statsAhead && !dpsAcc)
             dpsV = loadStats(dpsBase);
           // S^T, dP^T done (dV may still run).
-          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : dvWait);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : 0);
           phase(kPhDpDone);
           // TMA kernels: the other warpgroup's dQ of the previous step reads
           // all of dS^T; it has completed once that warpgroup reaches this
@@ -536,7 +478,7 @@ void WgmmaMain::emitMma() {
           // half of an f32).
           auto pOf = [&](int64_t r) -> Value {
             if (!pFromBf16)
-              return P[r];
+              return ifMask.getResult(r);
             Value pair = pA[r / 2];
             Value bits =
                 r % 2 == 0
@@ -550,11 +492,9 @@ void WgmmaMain::emitMma() {
           };
           for (int64_t r = 0; r < bm / 2; r += 2) {
             Value ds[2];
-            // stats-in-acc: the accumulator is dPsum - dP^T (dv-in-pass:
-            // dP^T - dPsum).
+            // stats-in-acc: the accumulator is dPsum - dP^T.
             for (int64_t u = 0; u < 2; ++u)
-              ds[u] = dpsNeg ? g.mul(pOf(r + u), w.elem(dP, r + u))
-                      : dpsAcc ? g.mul(pOf(r + u),
+              ds[u] = dpsAcc ? g.mul(pOf(r + u),
                                      arith::NegFOp::create(
                                          b, loc, w.elem(dP, r + u)))
                              : g.mul(pOf(r + u),
@@ -600,7 +540,7 @@ void WgmmaMain::emitMma() {
           }
           w.fenceAsyncShared();
           phase(kPhDsStored);
-          if (!earlyDv && !dvInPass)
+          if (!earlyDv)
             issueDv();
           phase(kPhDvIssued);
 
