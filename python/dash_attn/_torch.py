@@ -2,6 +2,8 @@
 attention (drop-in for F.scaled_dot_product_attention). Imported on first
 use, so `import dash_attn` works without torch."""
 
+from typing import Optional, Tuple
+
 import torch
 
 from . import _runtime as R
@@ -66,6 +68,59 @@ def _launch(q, k, v, o, do, lse, *, causal, causal_align, scale, deterministic,
     return grads
 
 
+# ---------------------------------------------------------------------------
+# torch.compile: the launch as a custom operator
+# ---------------------------------------------------------------------------
+# Dynamo cannot trace the ctypes launch (a graph break, and none at all with
+# fullgraph=True) and AOTAutograd cannot run it on fake tensors. Under
+# torch.compile both APIs therefore call torch.ops.dash_attn.attention_backward,
+# whose fake implementation gives the gradients' metadata; eager calls keep
+# the direct path (the operator's Python dispatch would add to the host time
+# that bench/host_path.py measures).
+
+def _compiling():
+    return torch.compiler.is_compiling()
+
+
+def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                 do: torch.Tensor, lse: torch.Tensor, causal: bool, causal_align: str,
+                 scale: Optional[float], deterministic: bool, schedule: str, layout: str,
+                 friendly: bool, what: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    originals = (q, k, v)
+    ins = (q, k, v, o, do, lse)
+    if friendly:
+        ins = tuple(_kernel_friendly(t) for t in ins)
+    grads = _launch(*ins, causal=causal, causal_align=causal_align, scale=scale,
+                    deterministic=deterministic, schedule=schedule, layout=layout, what=what)
+    # The fake implementation promises empty_like(q, k, v)'s layouts: where an
+    # input was copied to a kernel-friendly layout, its gradient moves back.
+    return tuple(g if t is orig else torch.empty_like(orig).copy_(g)
+                 for g, t, orig in zip(grads, ins, originals))
+
+
+def _backward_fake(q, k, v, o, do, lse, causal, causal_align, scale, deterministic,
+                   schedule, layout, friendly, what):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+BACKWARD_OP = None
+if hasattr(torch.library, "custom_op"):  # torch >= 2.4
+    BACKWARD_OP = torch.library.custom_op("dash_attn::attention_backward", _backward_op,
+                                          mutates_args=(), device_types="cuda")
+    BACKWARD_OP.register_fake(_backward_fake)
+
+
+def _backward(q, k, v, o, do, lse, *, friendly, what, **cfg):
+    """The launch: through the custom operator while torch.compile traces."""
+    if BACKWARD_OP is not None and _compiling():
+        return BACKWARD_OP(q, k, v, o, do, lse, cfg["causal"], cfg["causal_align"],
+                           cfg["scale"], cfg["deterministic"], cfg["schedule"],
+                           cfg["layout"], friendly, what)
+    if friendly:
+        q, k, v, o, do, lse = (_kernel_friendly(t) for t in (q, k, v, o, do, lse))
+    return _launch(q, k, v, o, do, lse, what=what, **cfg)
+
+
 def attention_backward(q, k, v, o, do, lse, *, causal=False, scale=None,
                        deterministic=True, schedule="auto",
                        causal_align="bottom_right", layout="bshd"):
@@ -99,9 +154,10 @@ def attention_backward(q, k, v, o, do, lse, *, causal=False, scale=None,
     """
     causal_align = R.normalize_align(causal_align)
     layout = R.normalize_layout(layout)
-    return _launch(q, k, v, o, do, lse, causal=causal, causal_align=causal_align,
-                   scale=scale, deterministic=deterministic, schedule=schedule,
-                   layout=layout, what="dash_attn.attention_backward")
+    return _backward(q, k, v, o, do, lse, causal=bool(causal), causal_align=causal_align,
+                     scale=None if scale is None else float(scale),
+                     deterministic=bool(deterministic), schedule=schedule, layout=layout,
+                     friendly=False, what="dash_attn.attention_backward")
 
 
 # ---------------------------------------------------------------------------
@@ -203,9 +259,9 @@ class DashAttentionFunction(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dout):
-        q, k, v, out, lse = (_kernel_friendly(t) for t in ctx.saved_tensors)
-        dq, dk, dv = _launch(q, k, v, out, _kernel_friendly(dout), lse, layout="bhsd",
-                             what="dash_attn.attention (backward)", **ctx.cfg)
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = _backward(q, k, v, out, dout, lse, layout="bhsd", friendly=True,
+                               what="dash_attn.attention (backward)", **ctx.cfg)
         return dq, dk, dv, None, None, None, None, None
 
 
@@ -239,10 +295,13 @@ def attention(q, k, v, *, causal=False, scale=None, deterministic=True,
         if t.dim() != 4:
             raise ValueError("%s must be 4-D [B, H, S, D] like SDPA's inputs, got shape %s"
                              % (n, list(t.shape)))
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+    if _compiling():
+        pass  # the checks read pointers; the operator's call checks at run time
+    elif torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         _early_check(q, k, v, causal, causal_align, scale, deterministic, schedule)
     else:
         R.check_inputs([R.TensorMeta.of(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v"))],
                        "bhsd")
-    return DashAttentionFunction.apply(q, k, v, bool(causal), causal_align, scale,
+    return DashAttentionFunction.apply(q, k, v, bool(causal), causal_align,
+                                       None if scale is None else float(scale),
                                        bool(deterministic), schedule)
