@@ -259,20 +259,23 @@ def test_cuda_graph_capture_and_replay(D, causal):
             assert rel_err(a.transpose(1, 2), r) < TOL
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_torch_compile_fullgraph(backend):
+@pytest.mark.parametrize("backend, mode", [("aot_eager", None), ("inductor", None),
+                                           ("inductor", "reduce-overhead")])
+def test_torch_compile_fullgraph(backend, mode):
     """torch.compile(fullgraph=True) traces attention (forward and backward)
     and attention_backward with no graph break: the launch is the
     dash_attn::attention_backward custom operator. aot_eager runs the eager
     kernels, so forward and gradients equal the eager calls bit for bit;
-    inductor's are checked against float64 (and reported if they differ)."""
+    inductor's are checked against float64, also in mode="reduce-overhead"
+    (inductor's CUDA-graph mode)."""
     torch._dynamo.reset()
+    compile_kw = dict(fullgraph=True, backend=backend, mode=mode)
     D, causal = 64, True
     q, k, v, do = inputs(2, 4, 2, 256, 256, D, seed=21)
     out_e, dq_e, dk_e, dv_e = dash_grads(q, k, v, do, causal=causal)
     qc, kc, vc = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
     f = torch.compile(lambda q, k, v: dash_attn.attention(q, k, v, causal=causal),
-                      fullgraph=True, backend=backend)
+                      **compile_kw)
     out = f(qc, kc, vc)
     out.backward(do)
     got = (out.detach(), qc.grad, kc.grad, vc.grad)
@@ -289,8 +292,9 @@ def test_torch_compile_fullgraph(backend):
     o, lse = _sdpa_forward(q, k, v, causal, "top_left", None)
     eager = dash_attn.attention_backward(q, k, v, o, do, lse, causal=causal, layout="bhsd")
     g = torch.compile(lambda *a: dash_attn.attention_backward(*a, causal=causal, layout="bhsd"),
-                      fullgraph=True, backend=backend)
-    compiled = g(q, k, v, o, do, lse)
+                      **compile_kw)
+    for _ in range(3):  # reduce-overhead: warm-up, record, replay
+        compiled = [t.clone() for t in g(q, k, v, o, do, lse)]
     for name, a, e in zip(("dq", "dk", "dv"), compiled, eager):
         assert a.shape == e.shape and a.stride() == e.stride(), name
         assert torch.equal(a, e), (backend, name)  # one kernel call, same inputs
