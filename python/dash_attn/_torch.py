@@ -105,8 +105,11 @@ def _backward_fake(q, k, v, o, do, lse, causal, causal_align, scale, determinist
 
 BACKWARD_OP = None
 if hasattr(torch.library, "custom_op"):  # torch >= 2.4
+    # Fixed strides: inductor must pass the layouts the caller gave (the
+    # default only from torch 2.6 on).
+    _TAGS = tuple(t for t in (getattr(torch.Tag, "needs_fixed_stride_order", None),) if t)
     BACKWARD_OP = torch.library.custom_op("dash_attn::attention_backward", _backward_op,
-                                          mutates_args=(), device_types="cuda")
+                                          mutates_args=(), device_types="cuda", tags=_TAGS)
     BACKWARD_OP.register_fake(_backward_fake)
 
 
@@ -195,6 +198,9 @@ def _sdpa_forward(q, k, v, causal, causal_align, scale):
         out, lse = aten._scaled_dot_product_flash_attention(
             q, k, v, 0.0, bool(causal), False, scale=scale)[:2]
     return out, lse.contiguous()
+
+
+_DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 
 
 def _kernel_friendly(t):
@@ -296,7 +302,11 @@ def attention(q, k, v, *, causal=False, scale=None, deterministic=True,
             raise ValueError("%s must be 4-D [B, H, S, D] like SDPA's inputs, got shape %s"
                              % (n, list(t.shape)))
     if _compiling():
-        pass  # the checks read pointers; the operator's call checks at run time
+        # The checks that read only metadata (device, dtype, head-dim stride);
+        # the others read pointers and run in the operator's call.
+        R.check_inputs([R.TensorMeta(n, 0, t.shape, t.stride(), _DTYPE_NAME.get(t.dtype, t.dtype),
+                                     str(t.device)) for t, n in ((q, "q"), (k, "k"), (v, "v"))],
+                       "bhsd")
     elif torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         _early_check(q, k, v, causal, causal_align, scale, deterministic, schedule)
     else:

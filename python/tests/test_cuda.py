@@ -286,6 +286,21 @@ def test_torch_compile_fullgraph(backend, mode):
     for name, a, r in zip(("out", "dq", "dk", "dv"), got, (o_ref, dq_ref, dk_ref, dv_ref)):
         assert rel_err(a, r) < TOL, (backend, name, rel_err(a, r))
 
+    # out.sum().backward(): a stride-0 dout, which the operator copies to a
+    # kernel-friendly layout (its gradients keep q, k, v's layouts).
+    def sum_grads(fn):
+        ts = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+        fn(*ts).float().sum().backward()
+        return [t.grad for t in ts]
+    eager_sum = sum_grads(lambda q, k, v: dash_attn.attention(q, k, v, causal=causal))
+    for name, a, e in zip(("dq", "dk", "dv"), sum_grads(f), eager_sum):
+        assert a.stride() == e.stride(), name
+        assert torch.equal(a, e) if backend == "aot_eager" else rel_err(a, e.double()) < TOL, name
+
+    # Compiled, the metadata checks still refuse a bad input in the forward.
+    with pytest.raises(Exception, match="DASH kernels take bfloat16"):
+        f(*(t.detach().float().requires_grad_(True) for t in (q, k, v)))
+
     # attention_backward alone (BHSD, the SDPA forward's out and lse).
     from dash_attn._torch import _sdpa_forward
     q, k, v, do = inputs(2, 4, 4, 256, 256, D, seed=22)
