@@ -87,9 +87,7 @@ def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Ten
                  scale: Optional[float], deterministic: bool, schedule: str, layout: str,
                  friendly: bool, what: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     originals = (q, k, v)
-    ins = (q, k, v, o, do, lse)
-    if friendly:
-        ins = tuple(_kernel_friendly(t) for t in ins)
+    ins = _friendly_inputs((q, k, v, o, do, lse), friendly)
     grads = _launch(*ins, causal=causal, causal_align=causal_align, scale=scale,
                     deterministic=deterministic, schedule=schedule, layout=layout, what=what)
     # The fake implementation promises empty_like(q, k, v)'s layouts: where an
@@ -113,15 +111,22 @@ if hasattr(torch.library, "custom_op"):  # torch >= 2.4
     BACKWARD_OP.register_fake(_backward_fake)
 
 
-def _backward(q, k, v, o, do, lse, *, friendly, what, **cfg):
+def _friendly_inputs(tensors, friendly):
+    """The tensors, each copied to a kernel-friendly layout if `friendly`."""
+    return tuple(_kernel_friendly(t) for t in tensors) if friendly else tuple(tensors)
+
+
+def _backward(q, k, v, o, do, lse, *, causal, causal_align, scale, deterministic,
+              schedule, layout, friendly, what):
     """The launch: through the custom operator while torch.compile traces."""
     if BACKWARD_OP is not None and _compiling():
-        return BACKWARD_OP(q, k, v, o, do, lse, cfg["causal"], cfg["causal_align"],
-                           cfg["scale"], cfg["deterministic"], cfg["schedule"],
-                           cfg["layout"], friendly, what)
-    if friendly:
-        q, k, v, o, do, lse = (_kernel_friendly(t) for t in (q, k, v, o, do, lse))
-    return _launch(q, k, v, o, do, lse, what=what, **cfg)
+        # The operator's schema takes bools and a float or None.
+        return BACKWARD_OP(q, k, v, o, do, lse, bool(causal), causal_align,
+                           None if scale is None else float(scale), bool(deterministic),
+                           schedule, layout, friendly, what)
+    return _launch(*_friendly_inputs((q, k, v, o, do, lse), friendly), causal=causal,
+                   causal_align=causal_align, scale=scale, deterministic=deterministic,
+                   schedule=schedule, layout=layout, what=what)
 
 
 def attention_backward(q, k, v, o, do, lse, *, causal=False, scale=None,
@@ -157,10 +162,9 @@ def attention_backward(q, k, v, o, do, lse, *, causal=False, scale=None,
     """
     causal_align = R.normalize_align(causal_align)
     layout = R.normalize_layout(layout)
-    return _backward(q, k, v, o, do, lse, causal=bool(causal), causal_align=causal_align,
-                     scale=None if scale is None else float(scale),
-                     deterministic=bool(deterministic), schedule=schedule, layout=layout,
-                     friendly=False, what="dash_attn.attention_backward")
+    return _backward(q, k, v, o, do, lse, causal=causal, causal_align=causal_align,
+                     scale=scale, deterministic=deterministic, schedule=schedule,
+                     layout=layout, friendly=False, what="dash_attn.attention_backward")
 
 
 # ---------------------------------------------------------------------------
@@ -312,6 +316,5 @@ def attention(q, k, v, *, causal=False, scale=None, deterministic=True,
     else:
         R.check_inputs([R.TensorMeta.of(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v"))],
                        "bhsd")
-    return DashAttentionFunction.apply(q, k, v, bool(causal), causal_align,
-                                       None if scale is None else float(scale),
+    return DashAttentionFunction.apply(q, k, v, bool(causal), causal_align, scale,
                                        bool(deterministic), schedule)
