@@ -170,6 +170,12 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "
            "measure what the SFU work costs the step; 0: off">,
+    Option<"ablateRankWait", "ablate-rank-wait", "int64_t", /*default=*/"0",
+           "diagnostic kernels with WRONG gradients (mma=wgmma with "
+           "loads=tma): 1 drops the deterministic dQ reducers' wait for each "
+           "row's rank (the adds and releases stay), to measure what the "
+           "ordered chain costs; no effect on non-deterministic kernels; 0: "
+           "off">,
     Option<"traceTimeline", "trace-timeline", "int64_t", /*default=*/"0",
            "diagnostic kernels (mma=wgmma with loads=tma): 1 makes the main "
            "kernel write a per-CTA timeline (clock64 at each item's walk "

@@ -216,6 +216,12 @@ struct ConvertDashToGPUPass
       return failure();
     if (ablateExp2 == 1 && !useWgmma)
       return op.emitOpError() << "ablate-exp2=1 needs mma=wgmma";
+    if (failed(checkOption("ablate-rank-wait", ablateRankWait, 0, 1, "1")))
+      return failure();
+    // (Non-deterministic reducers wait for no rank: nothing to drop.)
+    if (ablateRankWait == 1 && !(useWgmma && tma))
+      return op.emitOpError()
+             << "ablate-rank-wait=1 needs mma=wgmma with loads=tma";
     if (failed(checkOption("dq-in-main", dqInMain, -1, 1, "0 or 1")))
       return failure();
     // It needs the semaphores (a tile is finished when its semaphore
@@ -285,7 +291,8 @@ struct ConvertDashToGPUPass
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
-                            ablateExp2 == 1, dqMain};
+                            ablateExp2 == 1, dqMain,
+                            ablateRankWait == 1 && op.getDeterministic()};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -327,6 +334,8 @@ struct ConvertDashToGPUPass
       config.append("exp2_chunks", b.getI64IntegerAttr(chunks));
       if (ablateExp2 == 1) // diagnostic kernels say so in their manifest
         config.append("ablate_exp2", b.getBoolAttr(true));
+      if (ablateRankWait == 1 && op.getDeterministic())
+        config.append("ablate_rank_wait", b.getBoolAttr(true));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma) {
         config.append("early_kv", b.getBoolAttr(kvEarly));

@@ -533,6 +533,9 @@ struct WgmmaConfig {
   /// Deterministic TMA kernels: the MMA warpgroups convert finished dQ
   /// tiles after their walk (dq-in-main=1; WgmmaDqConvert.cpp).
   bool dqInMain = false;
+  /// Diagnostic, wrong gradients: the reducers add and release without
+  /// waiting for the row's rank (ablate-rank-wait=1).
+  bool ablateRankWait = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -150,7 +150,9 @@ void WgmmaMain::emitReducers() {
                 }
                 g.when(lane0, [&] {
                   if (det && part == 0) {
-                    k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                    // (ablate-rank-wait: diagnostic, no ordering.)
+                    if (!config.ablateRankWait)
+                      k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
                     NVVM::FenceProxyOp::create(
                         b, loc, NVVM::ProxyKind::async_global, nullptr);
                     phase(kPhRedRank);
