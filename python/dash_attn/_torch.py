@@ -204,6 +204,9 @@ def _sdpa_forward(q, k, v, causal, causal_align, scale):
     return out, lse.contiguous()
 
 
+# A constant table, not _runtime's memo (TensorMeta.of): the compiled forward
+# reads it while torch.compile traces, where a global memo's first fill would
+# be a side effect in the graph.
 _DTYPE_NAME = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
 
 

@@ -222,6 +222,7 @@ struct ConvertDashToGPUPass
     if (ablateRankWait == 1 && !(useWgmma && tma))
       return op.emitOpError()
              << "ablate-rank-wait=1 needs mma=wgmma with loads=tma";
+    const bool noRankWait = ablateRankWait == 1 && op.getDeterministic();
     if (failed(checkOption("dq-in-main", dqInMain, -1, 1, "0 or 1")))
       return failure();
     // It needs the semaphores (a tile is finished when its semaphore
@@ -291,8 +292,7 @@ struct ConvertDashToGPUPass
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
-                            ablateExp2 == 1, dqMain,
-                            ablateRankWait == 1 && op.getDeterministic()};
+                            ablateExp2 == 1, dqMain,  noRankWait};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -334,7 +334,7 @@ struct ConvertDashToGPUPass
       config.append("exp2_chunks", b.getI64IntegerAttr(chunks));
       if (ablateExp2 == 1) // diagnostic kernels say so in their manifest
         config.append("ablate_exp2", b.getBoolAttr(true));
-      if (ablateRankWait == 1 && op.getDeterministic())
+      if (noRankWait)
         config.append("ablate_rank_wait", b.getBoolAttr(true));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma) {
