@@ -223,6 +223,33 @@ struct ConvertDashToGPUPass
       return op.emitOpError()
              << "ablate-rank-wait=1 needs mma=wgmma with loads=tma";
     const bool noRankWait = ablateRankWait == 1 && op.getDeterministic();
+    if (failed(checkOption("ds-in-pass", dsInPass, -1, 1, "0 or 1")) ||
+        failed(checkOption("ds-wait-chunk", dsWaitChunk, -1, 64,
+                           "0 .. exp2-chunks")))
+      return failure();
+    // The dS^T stores move into the pass's branches: no barrier may sit
+    // between the pass and them (one dS^T buffer without dq-kv-split waits
+    // there for the other warpgroup's dQ), and early dV reads P before them.
+    bool dsInPassAllowed = tmaWgmma && !dvEarly && (dsBufs == 2 || kvSplit);
+    if (dsInPass == 1 && !dsInPassAllowed)
+      return op.emitOpError() << "ds-in-pass=1 needs mma=wgmma with "
+                                 "loads=tma, early-dv=0 and two dS^T buffers "
+                                 "or dq-kv-split=1";
+    // Default: on in deterministic kernels on 128-row Q tiles (D = 64:
+    // +2.4..+6.9% with the wait halfway, bench/NOTES.md section 29); not at
+    // D = 128 (-0.3..-2.7%), nor in non-deterministic kernels (their MMA side
+    // then spills 6-16 values: -2..-3.5%), nor with dq-kv-split (unmeasured).
+    bool dsFused = dsInPass == 1 ||
+                   (dsInPass == -1 && dsInPassAllowed && bm == 128 &&
+                    !kvSplit && op.getDeterministic());
+    if (dsWaitChunk >= 0 && (!dsFused || dsWaitChunk > chunks))
+      return op.emitOpError()
+             << "ds-wait-chunk=" << int64_t(dsWaitChunk)
+             << " needs ds-in-pass=1 and at most exp2-chunks (" << chunks
+             << ")";
+    int64_t dsWait = !dsFused ? -1
+                     : dsWaitChunk >= 0 ? int64_t(dsWaitChunk)
+                                        : chunks / 2;
     if (failed(checkOption("dq-in-main", dqInMain, -1, 1, "0 or 1")))
       return failure();
     // It needs the semaphores (a tile is finished when its semaphore
@@ -292,7 +319,8 @@ struct ConvertDashToGPUPass
                             kvEarly, kvSplit, turns, statsAcc,
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
-                            ablateExp2 == 1, dqMain,  noRankWait};
+                            ablateExp2 == 1, dqMain,  noRankWait,
+                            dsWait};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -336,6 +364,10 @@ struct ConvertDashToGPUPass
         config.append("ablate_exp2", b.getBoolAttr(true));
       if (noRankWait)
         config.append("ablate_rank_wait", b.getBoolAttr(true));
+      if (tma)
+        config.append("ds_in_pass", b.getBoolAttr(dsFused));
+      if (dsFused)
+        config.append("ds_wait_chunk", b.getI64IntegerAttr(dsWait));
       config.append("dq_buffers", b.getI64IntegerAttr(dqBufs));
       if (tma) {
         config.append("early_kv", b.getBoolAttr(kvEarly));

@@ -379,8 +379,71 @@ void WgmmaMain::emitMma() {
           // Measured, not derived: 8 chunks +1.2..+2.4% at D = 64
           // (bench/NOTES.md section 22).
           const int64_t perChunk = bm / 2 / config.exp2Chunks;
+          // ds-stmatrix: the same bytes as storePair's, four 8x8 bf16
+          // matrices per instruction. The packed pairs 4j .. 4j + 3 are rows
+          // 0-7 and 8-15 of the warp's 16 KV rows in column blocks 2j and
+          // 2j + 1 (the m16n8 fragment order); lane l gives row l % 8 of
+          // matrix l / 8: KV row 16 wi + 8 ((l / 8) % 2) + l % 8, column
+          // block 2j + l / 16, whose 16-byte chunk is swizzled by row % 8 =
+          // l % 8. One stmatrix replaces four 4-byte stores and their
+          // address math. (WgmmaBuilder::swz's arithmetic, with the lane's
+          // part of the chunk XOR taken once: through swz per matrix every
+          // kernel's code changes, not measured.)
+          auto storeDsStmatrix = [&](ArrayRef<Value> packed) {
+            Value r8 = g.rem(lane, g.idx(8));
+            Value h = g.div(lane, g.idx(16));
+            Value rowOff = g.mul(
+                g.add(g.add(wgRows, g.mul(wi, g.idx(16))),
+                      g.add(g.mul(g.rem(g.div(lane, g.idx(8)), g.idx(2)),
+                                  g.idx(8)),
+                            r8)),
+                g.idx(128));
+            Value c0 = arith::XOrIOp::create(b, loc, h, r8);
+            Value tile = dsTile(buf);
+            for (int64_t j = 0; j < bm / 16; ++j) {
+              Value chunk =
+                  arith::XOrIOp::create(b, loc, g.idx((2 * j) % 8), c0);
+              Value off = g.add(g.add(g.idx((j / 4) * kBn * 128), rowOff),
+                                g.mul(chunk, g.idx(16)));
+              NVVM::StMatrixOp::create(
+                  b, loc, w.sh(g.add(tile, off)),
+                  ValueRange(packed.slice(4 * j, 4)),
+                  NVVM::MMALayout::row,
+                  NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+                  NVVM::LdStMatrixEltType::B16);
+            }
+          };
+          // dS of accumulator pair (r, r + 1) from P's f32 values, stored as
+          // a bf16 pair (unless by stmatrix) and returned packed, the A of
+          // dK. stats-in-acc: the accumulator is dPsum - dP^T.
+          auto dsPair = [&](int64_t r, Value p0, Value p1) {
+            Value ds[2];
+            Value p[2] = {p0, p1};
+            for (int64_t u = 0; u < 2; ++u)
+              ds[u] = dpsAcc ? g.mul(p[u], arith::NegFOp::create(
+                                               b, loc, w.elem(dP, r + u)))
+                             : g.mul(p[u], g.sub(w.elem(dP, r + u),
+                                                 statOf(dpsV, dpsBase, r + u)));
+            if (!config.dsStmatrix)
+              storePair(dsTile(buf), r, ds[0], ds[1]);
+            return w.packBf16(ds[0], ds[1]);
+          };
+          // dPsum (read ahead at 64-row tiles, in the dS pass's own block)
+          // and the wait for S^T and dP^T.
+          auto waitDp = [&](int64_t pending) {
+            if (statsAhead && !dpsAcc)
+              dpsV = loadStats(dpsBase);
+            NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
+          };
+          // ds-in-pass=C: the wait for dP^T after chunk C of the pass, then
+          // each pair's dS as soon as its P is known, in the branch's block.
+          const int64_t dsWaitAfter = config.dsInPass;
           auto pPass = [&](bool masked) {
-            SmallVector<Value> P;
+            SmallVector<Value> P, fusedP, fusedDs;
+            bool waited = dsWaitAfter == 0;
+            if (waited)
+              waitDp(0);
+            int64_t nextPair = 0;
             Value c = scaleLog2;
             for (int64_t r = 0; r < bm / 2; ++r) {
               Value qc = colOf(r);
@@ -404,8 +467,26 @@ void WgmmaMain::emitMma() {
                 p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
               }
               P.push_back(p);
+              if (dsWaitAfter < 0)
+                continue;
+              if (!waited && (r + 1) == dsWaitAfter * perChunk) {
+                waitDp(0);
+                waited = true;
+              }
+              for (; waited && nextPair + 1 <= r; nextPair += 2) {
+                fusedP.push_back(w.packBf16(P[nextPair], P[nextPair + 1]));
+                fusedDs.push_back(
+                    dsPair(nextPair, P[nextPair], P[nextPair + 1]));
+              }
             }
-            scf::YieldOp::create(b, loc, P);
+            if (dsWaitAfter < 0) {
+              scf::YieldOp::create(b, loc, P);
+              return;
+            }
+            if (config.dsStmatrix)
+              storeDsStmatrix(fusedDs);
+            fusedP.append(fusedDs);
+            scf::YieldOp::create(b, loc, fusedP);
           };
           // Only tiles that cross the diagonal or the sequence ends pay for
           // the per-element mask.
@@ -415,7 +496,9 @@ void WgmmaMain::emitMma() {
             needMask = g.orI(needMask, g.lt(g.add(q0, off),
                                             g.add(kv0, g.idx(kBn - 1))));
           auto ifMask = scf::IfOp::create(
-              b, loc, SmallVector<Type>(bm / 2, w.f32), needMask, true);
+              b, loc,
+              SmallVector<Type>(bm / 2, dsWaitAfter < 0 ? w.f32 : w.i32),
+              needMask, true);
           {
             OpBuilder::InsertionGuard mg(b);
             b.setInsertionPointToStart(&ifMask.getThenRegion().front());
@@ -447,8 +530,12 @@ void WgmmaMain::emitMma() {
             NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           };
           for (int64_t r = 0; r < bm / 2; r += 2)
-            pA.push_back(
-                w.packBf16(ifMask.getResult(r), ifMask.getResult(r + 1)));
+            pA.push_back(dsWaitAfter < 0 ? w.packBf16(ifMask.getResult(r),
+                                                      ifMask.getResult(r + 1))
+                                         : ifMask.getResult(r / 2));
+          if (dsWaitAfter >= 0)
+            for (int64_t r = 0; r < bm / 2; r += 2)
+              dsA.push_back(ifMask.getResult(bm / 4 + r / 2));
           if (earlyDv)
             issueDv();
           phase(kPhPDone);
@@ -458,10 +545,9 @@ void WgmmaMain::emitMma() {
             passTurn();
           // dPsum while dP^T finishes (earlier, it would outlive the
           // registers).
-          if (statsAhead && !dpsAcc)
-            dpsV = loadStats(dpsBase);
           // S^T, dP^T done (dV may still run).
-          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, earlyDv ? 1 : 0);
+          if (dsWaitAfter < 0)
+            waitDp(earlyDv ? 1 : 0);
           phase(kPhDpDone);
           // TMA kernels: the other warpgroup's dQ of the previous step reads
           // all of dS^T; it has completed once that warpgroup reaches this
@@ -490,53 +576,11 @@ void WgmmaMain::emitMma() {
                           .getResult();
             return arith::BitcastOp::create(b, loc, w.f32, bits);
           };
-          for (int64_t r = 0; r < bm / 2; r += 2) {
-            Value ds[2];
-            // stats-in-acc: the accumulator is dPsum - dP^T.
-            for (int64_t u = 0; u < 2; ++u)
-              ds[u] = dpsAcc ? g.mul(pOf(r + u),
-                                     arith::NegFOp::create(
-                                         b, loc, w.elem(dP, r + u)))
-                             : g.mul(pOf(r + u),
-                                     g.sub(w.elem(dP, r + u),
-                                           statOf(dpsV, dpsBase, r + u)));
-            if (!config.dsStmatrix)
-              storePair(dsTile(buf), r, ds[0], ds[1]);
-            dsA.push_back(w.packBf16(ds[0], ds[1]));
-          }
-          // ds-stmatrix: the same bytes as storePair's, four 8x8 bf16
-          // matrices per instruction. The packed pairs 4j .. 4j + 3 are rows
-          // 0-7 and 8-15 of the warp's 16 KV rows in column blocks 2j and
-          // 2j + 1 (the m16n8 fragment order); lane l gives row l % 8 of
-          // matrix l / 8: KV row 16 wi + 8 ((l / 8) % 2) + l % 8, column
-          // block 2j + l / 16, whose 16-byte chunk is swizzled by row % 8 =
-          // l % 8. One stmatrix replaces four 4-byte stores and their
-          // address math. (WgmmaBuilder::swz's arithmetic, with the lane's
-          // part of the chunk XOR taken once: through swz per matrix every
-          // kernel's code changes, not measured.)
-          if (config.dsStmatrix) {
-            Value r8 = g.rem(lane, g.idx(8));
-            Value h = g.div(lane, g.idx(16));
-            Value rowOff = g.mul(
-                g.add(g.add(wgRows, g.mul(wi, g.idx(16))),
-                      g.add(g.mul(g.rem(g.div(lane, g.idx(8)), g.idx(2)),
-                                  g.idx(8)),
-                            r8)),
-                g.idx(128));
-            Value c0 = arith::XOrIOp::create(b, loc, h, r8);
-            Value tile = dsTile(buf);
-            for (int64_t j = 0; j < bm / 16; ++j) {
-              Value chunk =
-                  arith::XOrIOp::create(b, loc, g.idx((2 * j) % 8), c0);
-              Value off = g.add(g.add(g.idx((j / 4) * kBn * 128), rowOff),
-                                g.mul(chunk, g.idx(16)));
-              NVVM::StMatrixOp::create(
-                  b, loc, w.sh(g.add(tile, off)),
-                  ValueRange(ArrayRef<Value>(dsA).slice(4 * j, 4)),
-                  NVVM::MMALayout::row,
-                  NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
-                  NVVM::LdStMatrixEltType::B16);
-            }
+          if (dsWaitAfter < 0) {
+            for (int64_t r = 0; r < bm / 2; r += 2)
+              dsA.push_back(dsPair(r, pOf(r), pOf(r + 1)));
+            if (config.dsStmatrix)
+              storeDsStmatrix(dsA);
           }
           w.fenceAsyncShared();
           phase(kPhDsStored);

@@ -1,0 +1,95 @@
+// ds-in-pass: dS = P (dP - dPsum) computed inside the exp2 pass. Each
+// branch of the pass (masked: the diagonal tiles; plain: the rest) runs
+// the first exp2 chunks, the wait for dP^T after chunk ds-wait-chunk, then
+// each pair's exp2, dS math and packing, and the dS^T stores (stmatrix),
+// and yields P's and dS's bf16 pairs, so ptxas schedules the dS math under
+// the pass's exp2s in one block. Default: on in deterministic kernels on
+// 128-row Q tiles (D = 64, 8 chunks, the wait after 4); off at D = 128 and
+// in non-deterministic kernels, where the wait and the dS pass follow the
+// branch's join.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=0" --canonicalize --cse | FileCheck %s --check-prefix=W0
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1" --canonicalize --cse | FileCheck %s --check-prefix=D128
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=9" 2>&1 | FileCheck %s --check-prefix=LATE
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=0 ds-wait-chunk=2" 2>&1 | FileCheck %s --check-prefix=NOFUSE
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1 early-dv=1" 2>&1 | FileCheck %s --check-prefix=EARLYDV
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1 ds-buffers=1" 2>&1 | FileCheck %s --check-prefix=EARLYDV
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1 loads=cp-async" 2>&1 | FileCheck %s --check-prefix=EARLYDV
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=2" 2>&1 | FileCheck %s --check-prefix=RANGE
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=65" 2>&1 | FileCheck %s --check-prefix=WRANGE
+
+// CHECK: ds_in_pass = true
+// CHECK-SAME: ds_wait_chunk = 4
+// CHECK-SAME: exp2_chunks = 8
+// The walk's step: S^T and dP^T issued, S^T waited for.
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: scf.if %{{.*}} -> (i32, i32,
+// The masked branch: four chunks (32 exp2), the wait for dP^T, then the
+// rest of the pass with the dS math and the dS^T stores, all before the
+// branch yields its 32 + 32 packed pairs.
+// CHECK-COUNT-32: llvm.nvvm.ex2.approx.ftz.f
+// CHECK-NOT: llvm.nvvm.ex2.approx.ftz.f
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.nvvm.ex2.approx.ftz.f
+// CHECK: nvvm.stmatrix
+// CHECK-NOT: nvvm.wgmma.wait.group
+// CHECK: scf.yield
+// CHECK-SAME: : i32, i32,
+// CHECK-NEXT: } else {
+// CHECK-COUNT-32: llvm.nvvm.ex2.approx.ftz.f
+// CHECK-NOT: llvm.nvvm.ex2.approx.ftz.f
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.nvvm.ex2.approx.ftz.f
+// CHECK-COUNT-8: nvvm.stmatrix
+// CHECK-NOT: nvvm.wgmma.wait.group
+// CHECK: scf.yield
+// After the join: no second wait and no stores of dS^T before its proxy
+// fence and dV.
+// CHECK-NEXT: }
+// CHECK-NOT: nvvm.wgmma.wait.group
+// CHECK-NOT: nvvm.stmatrix
+// CHECK: nvvm.fence.proxy
+
+// W0: ds_wait_chunk = 0
+// W0: scf.if %{{.*}} -> (i32, i32,
+// W0-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// W0: } else {
+// W0-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+
+// Off: the branches yield P's f32 values; the wait and the dS^T stores
+// follow the join.
+// OFF: ds_in_pass = false
+// OFF-NOT: ds_wait_chunk
+// OFF: scf.if %{{.*}} -> (f32, f32,
+// OFF-NOT: nvvm.wgmma.wait.group
+// OFF-NOT: nvvm.stmatrix
+// OFF: scf.yield
+// OFF: nvvm.wgmma.wait.group.sync.aligned 0
+// OFF: nvvm.stmatrix
+
+// D = 128 (one pass of 32 values, exp2-chunks=1): the wait (after the
+// dPsum loads) ahead of the pass's first exp2.
+// D128: ds_in_pass = true
+// D128-SAME: ds_wait_chunk = 0
+// D128: scf.if %{{.*}} -> (i32, i32,
+// D128-NOT: llvm.nvvm.ex2.approx.ftz.f
+// D128: nvvm.wgmma.wait.group.sync.aligned 0
+// D128: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+
+// LATE: error: 'dash.scheduled_attention_bwd' op ds-wait-chunk=9 needs ds-in-pass=1 and at most exp2-chunks (8)
+// NOFUSE: error: 'dash.scheduled_attention_bwd' op ds-wait-chunk=2 needs ds-in-pass=1 and at most exp2-chunks (8)
+// EARLYDV: error: 'dash.scheduled_attention_bwd' op ds-in-pass=1 needs mma=wgmma with loads=tma, early-dv=0 and two dS^T buffers or dq-kv-split=1
+// RANGE: error: 'dash.scheduled_attention_bwd' op ds-in-pass must be 0 or 1, or -1 for the default (got 2)
+// WRANGE: error: 'dash.scheduled_attention_bwd' op ds-wait-chunk must be 0 .. exp2-chunks, or -1 for the default (got 65)
+
+!act = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>
+!lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
+               %dq: !act, %dk: !act, %dv: !act) {
+  dash.attention_bwd %q, %k, %v, %o, %do, %lse outs(%dq, %dk, %dv : !act, !act, !act)
+      mask = causal align = bottom_right scale = 1.0 deterministic = true
+      : !act, !act, !act, !act, !act, !lse
+  return
+}
