@@ -238,7 +238,8 @@ struct ConvertDashToGPUPass
     // Default: on in deterministic kernels on 128-row Q tiles (D = 64:
     // +2.4..+6.9% with the wait halfway, bench/NOTES.md section 29); not at
     // D = 128 (-0.3..-2.7%), nor in non-deterministic kernels (their MMA side
-    // then spills 6-16 values: -2..-3.5%), nor with dq-kv-split (unmeasured).
+    // then has 6-16 local ops, 0-4 without: -2..-3.5%), nor with
+    // dq-kv-split (unmeasured).
     bool dsFused = dsInPass == 1 ||
                    (dsInPass == -1 && dsInPassAllowed && bm == 128 &&
                     !kvSplit && op.getDeterministic());
