@@ -536,9 +536,9 @@ struct WgmmaConfig {
   /// Diagnostic, wrong gradients: the reducers add and release without
   /// waiting for the row's rank (ablate-rank-wait=1).
   bool ablateRankWait = false;
-  /// The wait for dP^T and the dS math inside the exp2 pass, the wait after
-  /// this many chunks (ds-in-pass; -1: the dS pass after the pass's join).
-  int64_t dsInPass = -1;
+  /// ds-in-pass: the wait for dP^T and the dS math inside the exp2 pass,
+  /// the wait after this many chunks (-1: the dS pass after the join).
+  int64_t dsInPassWait = -1;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

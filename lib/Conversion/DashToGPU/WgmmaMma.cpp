@@ -428,8 +428,9 @@ void WgmmaMain::emitMma() {
               storePair(dsTile(buf), r, ds[0], ds[1]);
             return w.packBf16(ds[0], ds[1]);
           };
-          // dPsum (read ahead at 64-row tiles, in the dS pass's own block)
-          // and the wait for S^T and dP^T.
+          // dPsum (read ahead at 64-row tiles, in the dS pass's own block:
+          // earlier it would outlive the registers) and the wait for S^T
+          // and dP^T.
           auto waitDp = [&](int64_t pending) {
             if (statsAhead && !dpsAcc)
               dpsV = loadStats(dpsBase);
@@ -437,7 +438,8 @@ void WgmmaMain::emitMma() {
           };
           // ds-in-pass=C: the wait for dP^T after chunk C of the pass, then
           // each pair's dS as soon as its P is known, in the branch's block.
-          const int64_t dsWaitAfter = config.dsInPass;
+          const int64_t dsWaitAfter = config.dsInPassWait;
+          const bool dsFused = dsWaitAfter >= 0;
           auto pPass = [&](bool masked) {
             SmallVector<Value> P, fusedP, fusedDs;
             bool waited = dsWaitAfter == 0;
@@ -467,7 +469,7 @@ void WgmmaMain::emitMma() {
                 p = arith::SelectOp::create(b, loc, valid, p, g.f32(0.0));
               }
               P.push_back(p);
-              if (dsWaitAfter < 0)
+              if (!dsFused)
                 continue;
               if (!waited && (r + 1) == dsWaitAfter * perChunk) {
                 waitDp(0);
@@ -479,7 +481,7 @@ void WgmmaMain::emitMma() {
                     dsPair(nextPair, P[nextPair], P[nextPair + 1]));
               }
             }
-            if (dsWaitAfter < 0) {
+            if (!dsFused) {
               scf::YieldOp::create(b, loc, P);
               return;
             }
@@ -497,7 +499,7 @@ void WgmmaMain::emitMma() {
                                             g.add(kv0, g.idx(kBn - 1))));
           auto ifMask = scf::IfOp::create(
               b, loc,
-              SmallVector<Type>(bm / 2, dsWaitAfter < 0 ? w.f32 : w.i32),
+              SmallVector<Type>(bm / 2, dsFused ? w.i32 : w.f32),
               needMask, true);
           {
             OpBuilder::InsertionGuard mg(b);
@@ -530,10 +532,10 @@ void WgmmaMain::emitMma() {
             NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
           };
           for (int64_t r = 0; r < bm / 2; r += 2)
-            pA.push_back(dsWaitAfter < 0 ? w.packBf16(ifMask.getResult(r),
-                                                      ifMask.getResult(r + 1))
-                                         : ifMask.getResult(r / 2));
-          if (dsWaitAfter >= 0)
+            pA.push_back(dsFused ? ifMask.getResult(r / 2)
+                                 : w.packBf16(ifMask.getResult(r),
+                                              ifMask.getResult(r + 1)));
+          if (dsFused)
             for (int64_t r = 0; r < bm / 2; r += 2)
               dsA.push_back(ifMask.getResult(bm / 4 + r / 2));
           if (earlyDv)
@@ -543,10 +545,8 @@ void WgmmaMain::emitMma() {
           // pass, so the two passes never share the SFU.
           if (turns == 2)
             passTurn();
-          // dPsum while dP^T finishes (earlier, it would outlive the
-          // registers).
           // S^T, dP^T done (dV may still run).
-          if (dsWaitAfter < 0)
+          if (!dsFused)
             waitDp(earlyDv ? 1 : 0);
           phase(kPhDpDone);
           // TMA kernels: the other warpgroup's dQ of the previous step reads
@@ -576,7 +576,7 @@ void WgmmaMain::emitMma() {
                           .getResult();
             return arith::BitcastOp::create(b, loc, w.f32, bits);
           };
-          if (dsWaitAfter < 0) {
+          if (!dsFused) {
             for (int64_t r = 0; r < bm / 2; r += 2)
               dsA.push_back(dsPair(r, pOf(r), pOf(r + 1)));
             if (config.dsStmatrix)
