@@ -132,14 +132,16 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "exp2 (c + min(p, 0) = c), so ptxas cannot hoist every FFMA of "
            "the pass ahead of its MUFU.EX2s; N must "
            "divide the thread's S^T values (64 at D = 64, 32 at D = 128); 1 "
-           "is one pass; -1: the default (8 at 128-row Q tiles, else 1)">,
+           "is one pass; -1: the default (8 at 128-row Q tiles, 4 in "
+           "deterministic causal TMA kernels on 64-row tiles, else 1)">,
     Option<"dsInPass", "ds-in-pass", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 computes dS = P (dP - dPsum) inside "
            "the exp2 pass: each masked / unmasked branch runs the pass, the "
            "wait for dP^T, the dS math and the dS^T stores as one block, so "
            "ptxas can schedule the dS math under the pass's exp2s; 0: the dS "
            "pass after the exp2 pass's join; -1: the default, 1 in "
-           "deterministic kernels on 128-row Q tiles (D = 64), else 0">,
+           "deterministic kernels on 128-row Q tiles (D = 64) and in "
+           "deterministic causal ones on 64-row tiles (D = 128), else 0">,
     Option<"dsWaitChunk", "ds-wait-chunk", "int64_t", /*default=*/"-1",
            "with ds-in-pass=1: the wait for dP^T after this many chunks of "
            "the exp2 pass (0 .. exp2-chunks; 0: before the pass); -1: the "

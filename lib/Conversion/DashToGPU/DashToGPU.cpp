@@ -174,9 +174,15 @@ struct ConvertDashToGPUPass
     // A thread holds bm / 2 values of S^T (its 64-row slice of the KV rows
     // times bm Q columns, over 128 threads). Default: 8 chunks at 128-row Q
     // tiles (D = 64: +1.2..+2.4% deterministic in all six cells measured),
-    // one pass at 64 (D = 128: within noise; bench/NOTES.md section 22).
+    // one pass at 64 (D = 128: within noise; bench/NOTES.md section 22),
+    // except 4 in deterministic causal TMA kernels there, which also default
+    // to ds-in-pass (the pair measured below).
+    const bool detCausalRows64 = tmaWgmma && bm == 64 &&
+                                 op.getDeterministic() &&
+                                 op.getMask() == Mask::Causal;
     int64_t chunks = exp2Chunks >= 0 ? int64_t(exp2Chunks)
                      : useWgmma && bm == 128 ? 8
+                     : detCausalRows64       ? 4
                                              : 1;
     if (chunks == 0 || (chunks > 1 && !(useWgmma && (bm / 2) % chunks == 0)))
       return op.emitOpError()
@@ -236,13 +242,16 @@ struct ConvertDashToGPUPass
                                  "loads=tma, early-dv=0 and two dS^T buffers "
                                  "or dq-kv-split=1";
     // Default: on in deterministic kernels on 128-row Q tiles (D = 64:
-    // +2.4..+6.9% with the wait halfway, bench/NOTES.md section 29); not at
-    // D = 128 (-0.3..-2.7%), nor in non-deterministic kernels (their MMA side
-    // then has 6-16 local ops, 0-4 without: -2..-3.5%), nor with
-    // dq-kv-split (unmeasured).
-    bool dsFused = dsInPass == 1 ||
-                   (dsInPass == -1 && dsInPassAllowed && bm == 128 &&
-                    !kvSplit && op.getDeterministic());
+    // +2.4..+6.9% with the wait halfway, bench/NOTES.md section 29) and in
+    // deterministic causal ones on 64-row tiles with the pass in 4 chunks
+    // (D = 128: +0.5..+2.0% in all six readings, section 30; full masks
+    // -2.8..+0.7%, one pass -0.3..-2.7%); not in non-deterministic kernels
+    // (D = 64: their MMA side then has 6-16 local ops, 0-4 without:
+    // -2..-3.5%; D = 128: -3..+1%), nor with dq-kv-split (unmeasured).
+    bool dsFused =
+        dsInPass == 1 ||
+        (dsInPass == -1 && dsInPassAllowed && !kvSplit &&
+         ((bm == 128 && op.getDeterministic()) || detCausalRows64));
     if (dsWaitChunk >= 0 && (!dsFused || dsWaitChunk > chunks))
       return op.emitOpError()
              << "ds-wait-chunk=" << int64_t(dsWaitChunk)

@@ -4,14 +4,17 @@
 // each pair's exp2, dS math and packing, and the dS^T stores (stmatrix),
 // and yields P's and dS's bf16 pairs, so ptxas schedules the dS math under
 // the pass's exp2s in one block. Default: on in deterministic kernels on
-// 128-row Q tiles (D = 64, 8 chunks, the wait after 4); off at D = 128 and
-// in non-deterministic kernels, where the wait and the dS pass follow the
-// branch's join.
+// 128-row Q tiles (D = 64, 8 chunks, the wait after 4) and in
+// deterministic causal ones on 64-row tiles (D = 128, 4 chunks, the wait
+// after 2); off in the others (D = 128 full, non-deterministic kernels),
+// where the wait and the dS pass follow the branch's join.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=0" --canonicalize --cse | FileCheck %s --check-prefix=W0
 // RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
-// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
-// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1" --canonicalize --cse | FileCheck %s --check-prefix=D128
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D128DEF
+// RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefixes=OFF,OFF128
+// RUN: sed 's/x64xbf16/x128xbf16/; s/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefixes=OFF,OFF128
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1 exp2-chunks=1" --canonicalize --cse | FileCheck %s --check-prefix=D128
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=9" 2>&1 | FileCheck %s --check-prefix=LATE
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=0 ds-wait-chunk=2" 2>&1 | FileCheck %s --check-prefix=NOFUSE
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1 early-dv=1" 2>&1 | FileCheck %s --check-prefix=EARLYDV
@@ -61,6 +64,8 @@
 // Off: the branches yield P's f32 values; the wait and the dS^T stores
 // follow the join.
 // OFF: ds_in_pass = false
+// D = 128 full masks and non-deterministic kernels: one pass.
+// OFF128-SAME: exp2_chunks = 1
 // OFF-NOT: ds_wait_chunk
 // OFF: scf.if %{{.*}} -> (f32, f32,
 // OFF-NOT: nvvm.wgmma.wait.group
@@ -69,7 +74,26 @@
 // OFF: nvvm.wgmma.wait.group.sync.aligned 0
 // OFF: nvvm.stmatrix
 
-// D = 128 (one pass of 32 values, exp2-chunks=1): the wait (after the
+// D = 128 deterministic causal by default: 4 chunks of 8, the wait after
+// the second (16 exp2 in each branch before it).
+// D128DEF: ds_in_pass = true
+// D128DEF-SAME: ds_wait_chunk = 2
+// D128DEF-SAME: exp2_chunks = 4
+// D128DEF: scf.if %{{.*}} -> (i32, i32,
+// D128DEF-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF-NOT: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF: nvvm.wgmma.wait.group.sync.aligned 0
+// D128DEF-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF-NOT: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF: } else {
+// D128DEF-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF-NOT: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF: nvvm.wgmma.wait.group.sync.aligned 0
+// D128DEF-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF-NOT: llvm.nvvm.ex2.approx.ftz.f
+// D128DEF: scf.yield
+
+// D = 128 in one pass (exp2-chunks=1) with ds-in-pass=1: the wait (after the
 // dPsum loads) ahead of the pass's first exp2.
 // D128: ds_in_pass = true
 // D128-SAME: ds_wait_chunk = 0

@@ -1,7 +1,10 @@
 // loads=tma: Q, dO, K, V, lse_log2, dPsum come by TMA from a producer thread (lane 0 of warp 10) through
 // full/empty mbarriers, from tensor maps the runtime writes into the last
 // argument; the MMA threads issue no copies and wait on the barriers.
-// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=tma --canonicalize --cse | FileCheck %s
+// The step below is the unfused form (the dS pass after the exp2 pass's
+// join, one pass): the default of D = 128 full masks and non-deterministic
+// kernels; deterministic causal ones fuse it (ds-in-pass.mlir).
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=tma ds-in-pass=0 exp2-chunks=1" --canonicalize --cse | FileCheck %s
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu=loads=bulk 2>&1 | FileCheck %s --check-prefix=BADLOADS
 // RUN: not dash-opt %s --dash-tile=kernels=sync --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync loads=tma" 2>&1 | FileCheck %s --check-prefix=NOTWGMMA
 // Two dS^T buffers (alternating by step): one barrier between the
@@ -78,11 +81,11 @@
 // Bad values are refused.
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDV
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=EDV0
-// At D = 128 (64-row Q tiles) early-dv=0, the default, issues dV's four
+// At D = 128 (64-row Q tiles; here the unfused pass) early-dv=0, the default, issues dV's four
 // register-A wgmmas after the dS^T stores and their proxy fence, ahead of
 // the dS^T barrier; early-dv=1 issues them inside the exp2 pass, before
 // dP^T is waited for (P's f32 values still in registers).
-// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=LATEDV
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0 ds-in-pass=0 exp2-chunks=1" --canonicalize --cse | FileCheck %s --check-prefix=LATEDV
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDVD128
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=2" 2>&1 | FileCheck %s --check-prefix=EDVBAD
 // The debug record and the tensor maps together: maps stay last.
