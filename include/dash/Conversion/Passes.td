@@ -108,6 +108,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "previous item's K/V to be free (they land during that item's "
            "last step and epilogue); 0 issues them after the item's K/V; "
            "-1: the default (1 with loads=tma)">,
+    Option<"kvPrefetchAhead", "kv-prefetch-ahead", "int64_t",
+           /*default=*/"-1",
+           "mma=wgmma with loads=tma: P >= 1 makes the producer prefetch the "
+           "next item's K/V into L2 as it issues the step P steps before the "
+           "walk's end (step max(len - P, 0)), so they are recent in L2 when "
+           "the walk ends; 0 right after the item's own K/V, a whole walk "
+           "earlier; -1: the default (0)">,
     Option<"dsStmatrix", "ds-stmatrix", "int64_t", /*default=*/"-1",
            "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "

@@ -198,6 +198,16 @@ struct ConvertDashToGPUPass
     // prefetch, the first step's visit and rank) took 5-7k cycles on its 24
     // registers, which the first step waited out (bench/NOTES.md section 19).
     bool qFirst = tmaWgmma && qBeforeKv != 0;
+    if (failed(checkOption("kv-prefetch-ahead", kvPrefetchAhead, -1, 1 << 20,
+                           "a step count >= 0")))
+      return failure();
+    if (kvPrefetchAhead >= 1 && !tmaWgmma)
+      return op.emitOpError() << "kv-prefetch-ahead=" << int64_t(kvPrefetchAhead)
+                              << " needs mma=wgmma with loads=tma (the "
+                                 "producer prefetches the next item's K/V)";
+    // Default 0: the prefetch right after the item's own K/V (section 13 of
+    // bench/NOTES.md); later ones are unmeasured.
+    int64_t kvAhead = kvPrefetchAhead > 0 ? int64_t(kvPrefetchAhead) : 0;
     if (failed(checkOption("ds-stmatrix", dsStmatrix, -1, 1, "0 or 1")))
       return failure();
     if (dsStmatrix == 1 && !useWgmma)
@@ -330,7 +340,7 @@ struct ConvertDashToGPUPass
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
                             ablateExp2 == 1, dqMain,  noRankWait,
-                            dsWait};
+                            dsWait,  kvAhead};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -382,6 +392,7 @@ struct ConvertDashToGPUPass
       if (tma) {
         config.append("early_kv", b.getBoolAttr(kvEarly));
         config.append("q_before_kv", b.getBoolAttr(qFirst));
+        config.append("kv_prefetch_ahead", b.getI64IntegerAttr(kvAhead));
       }
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));

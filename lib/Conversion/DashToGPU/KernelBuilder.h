@@ -539,6 +539,10 @@ struct WgmmaConfig {
   /// ds-in-pass: the wait for dP^T and the dS math inside the exp2 pass,
   /// the wait after this many chunks (-1: the dS pass after the join).
   int64_t dsInPassWait = -1;
+  /// TMA kernels: the producer prefetches the next item's K/V into L2 as it
+  /// issues step max(len - P, 0) of the walk (kv-prefetch-ahead=P), or
+  /// right after the item's own K/V (0).
+  int64_t kvPrefetchAhead = 0;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

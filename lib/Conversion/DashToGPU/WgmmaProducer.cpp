@@ -85,12 +85,47 @@ void WgmmaMain::emitProducer() {
       // above then waits on L2, not HBM (all units switch items at about
       // the same time under a full mask, so those loads come in a burst).
       Value nextItem = g.add(it.index, g.idx(1));
-      g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
-        Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
-        w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
-        w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+      auto prefetchNext = [&] {
+        g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
+          Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
+          w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+          w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+        });
+      };
+      const int64_t ahead = config.kvPrefetchAhead;
+      if (ahead == 0) {
+        prefetchNext();
+        g.loop(g.idx(config.qBeforeKV ? 1 : 0), it.len, issueStep);
+        return;
+      }
+      // kv-prefetch-ahead=P: with the copies of step max(len - P, 0), so
+      // the lines are recent in L2 when the walk ends (a whole walk of
+      // Q/dO and dQ traffic may evict them otherwise); an empty walk
+      // prefetches here. With q-before-kv step 0 went out above. The next
+      // item's coordinates are evaluated here, outside the step loop (in it
+      // the schedule arithmetic spilled on the producer's registers and
+      // pushed 8 local ops into the MMA side at D = 64); past the unit's
+      // last item they are unused.
+      Value hasNext = g.lt(nextItem, k.numItems(op, map, unit));
+      Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
+      Value nxBb = nx.bb, nxRow = kvRow0(nx.kv), nxHead = kvHead(nx.h);
+      auto prefetchAt = [&](Value cond) {
+        g.when(g.andI(cond, hasNext), [&] {
+          w.tmaPrefetchTile(1, nxBb, nxRow, nxHead);
+          w.tmaPrefetchTile(2, nxBb, nxRow, nxHead);
+        });
+      };
+      Value at = g.sub(it.len, g.idx(ahead));
+      Value first0 = g.idx(config.qBeforeKV ? 1 : 0);
+      Value late = g.lt(first0, at); // else: now, before the loop
+      prefetchAt(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                       first0, at));
+      g.loop(first0, it.len, [&](Value step) {
+        issueStep(step);
+        prefetchAt(g.andI(late, arith::CmpIOp::create(
+                                    b, loc, arith::CmpIPredicate::eq, step,
+                                    at)));
       });
-      g.loop(g.idx(config.qBeforeKV ? 1 : 0), it.len, issueStep);
     });
   });
 }
