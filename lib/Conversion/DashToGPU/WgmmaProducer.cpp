@@ -85,16 +85,17 @@ void WgmmaMain::emitProducer() {
       // above then waits on L2, not HBM (all units switch items at about
       // the same time under a full mask, so those loads come in a burst).
       Value nextItem = g.add(it.index, g.idx(1));
-      auto prefetchNext = [&] {
-        g.when(g.lt(nextItem, k.numItems(op, map, unit)), [&] {
-          Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
-          w.tmaPrefetchTile(1, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
-          w.tmaPrefetchTile(2, nx.bb, kvRow0(nx.kv), kvHead(nx.h));
-        });
+      auto prefetchKV = [&](Value bb, Value row0, Value head) {
+        for (int tensor : {1, 2}) // K, V
+          w.tmaPrefetchTile(tensor, bb, row0, head);
       };
       const int64_t ahead = config.kvPrefetchAhead;
       if (ahead == 0) {
-        prefetchNext();
+        g.when(g.lt(nextItem, k.numItems(op, map, unit)),
+               [&] {
+                 Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
+                 prefetchKV(nx.bb, kvRow0(nx.kv), kvHead(nx.h));
+               });
         g.loop(g.idx(config.qBeforeKV ? 1 : 0), it.len, issueStep);
         return;
       }
@@ -110,10 +111,7 @@ void WgmmaMain::emitProducer() {
       Kernel::WorkItem nx = k.workItem(op, map, unit, nextItem);
       Value nxBb = nx.bb, nxRow = kvRow0(nx.kv), nxHead = kvHead(nx.h);
       auto prefetchAt = [&](Value cond) {
-        g.when(g.andI(cond, hasNext), [&] {
-          w.tmaPrefetchTile(1, nxBb, nxRow, nxHead);
-          w.tmaPrefetchTile(2, nxBb, nxRow, nxHead);
-        });
+        g.when(g.andI(cond, hasNext), [&] { prefetchKV(nxBb, nxRow, nxHead); });
       };
       Value at = g.sub(it.len, g.idx(ahead));
       Value first0 = g.idx(config.qBeforeKV ? 1 : 0);
