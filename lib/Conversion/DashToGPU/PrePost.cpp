@@ -74,6 +74,13 @@ struct RowAccess {
                                   /*nontemporal=*/false,
                                   llvm::Align(bytes(t)));
   }
+  /// The same through a global pointer (StridedRows).
+  Value loadRaw(Value ptr) {
+    return LLVM::LoadOp::create(b, loc, vec(elt), ptr, bytes(elt));
+  }
+  Value loadScalar(Value ptr) {
+    return LLVM::LoadOp::create(b, loc, b.getF32Type(), ptr, 4);
+  }
   Value widen(Value v) {
     if (cast<VectorType>(v.getType()).getElementType().isF32())
       return v;
@@ -106,17 +113,58 @@ struct RowAccess {
   }
 };
 
+/// Global pointers to a memref argument's elements: element (i_0, .., i_n)
+/// is at offset + sum i_k * stride_k. The groups of a warpRows chunk differ
+/// only in the row coordinate (dim `var`), so the sum over the other dims
+/// is built first: it is the same SSA value for every group (CSE keeps
+/// one), and a group pays one multiply-add per tensor. Through the memref's
+/// own lowering each group rebuilt the whole descriptor sum in 64 bits.
+struct StridedRows {
+  Kernel &k;
+  Value base, offset; // index: the aligned pointer, the element offset
+  SmallVector<Value> strides;
+  int64_t var;
+  int64_t bytes;
+
+  StridedRows(Kernel &k, Arg a, int64_t var) : k(k), var(var) {
+    Value mem = k.arg(a);
+    auto meta = memref::ExtractStridedMetadataOp::create(k.b, k.loc, mem);
+    offset = meta.getOffset();
+    strides.assign(meta.getStrides().begin(), meta.getStrides().end());
+    base = memref::ExtractAlignedPointerAsIndexOp::create(k.b, k.loc, mem);
+    bytes = cast<MemRefType>(mem.getType()).getElementTypeBitWidth() / 8;
+  }
+  Value ptr(ValueRange idx) {
+    LoopGen &g = k.g;
+    Value fixed = offset;
+    for (auto [i, x] : llvm::enumerate(idx))
+      if (int64_t(i) != var)
+        fixed = g.add(fixed, g.mul(x, strides[i]));
+    Value linear = g.add(fixed, g.mul(idx[var], strides[var]));
+    Value addr = g.add(base, g.mul(linear, g.idx(bytes)));
+    Value addr64 =
+        arith::IndexCastOp::create(k.b, k.loc, k.b.getI64Type(), addr);
+    return LLVM::IntToPtrOp::create(
+        k.b, k.loc, LLVM::LLVMPointerType::get(k.b.getContext(), 1), addr64);
+  }
+};
+
 /// The rows of the row-major space [d0, d1, d2], row.lanes lanes each, so
-/// a warp takes R = 32 / row.lanes consecutive rows at once; grid-stride
-/// over these groups of R rows, `unroll` groups per iteration: load(i0, i1,
-/// i2, lane) for each of them first, then finish(i0, i1, i2, lane, loaded)
-/// for each, so a warp has `unroll` groups' loads in flight (the loads'
-/// latency, not the bandwidth, bounded these kernels). `lane` is the lane
-/// within its row. A lane's row advances by the grid's warp count times R
-/// as a mixed-radix add (those digits are computed once), so no row pays
-/// for a division. Lanes past the last row take the last row: they repeat
-/// its loads and stores (the same values to the same addresses), so no
-/// predicate splits a warp (the preprocess's butterfly needs every lane).
+/// a warp takes R = 32 / row.lanes consecutive rows at once. A warp's unit of
+/// work is a chunk of `unroll` such groups, R * unroll consecutive rows along
+/// d2 at fixed (i0, i1), and the grid strides over the chunks: load(i0, i1,
+/// i2, lane) for every group of the chunk first, then finish(i0, i1, i2,
+/// lane, loaded) for each, so a warp has `unroll` groups' loads in flight
+/// (the loads' latency bounds these kernels). The chunk's coordinates advance
+/// by the grid's warp count as a mixed-radix add (those digits are computed
+/// once), so no row pays for a division, and its groups differ only in i2,
+/// so the index math is paid once a chunk: the loop with the counter per
+/// group of rows issued ~330 instructions per iteration of two groups, which
+/// made the preprocess issue-bound (bench/NOTES.md section 31). `lane` is the
+/// lane within its row. Lanes past d2 take its last row: they repeat its
+/// loads and stores (the same values to the same addresses), so no predicate
+/// splits a warp (the preprocess's butterfly needs every lane); a group with
+/// no row inside d2 is skipped as a whole (a warp-uniform branch).
 using RowLoad = function_ref<SmallVector<Value>(Value, Value, Value, Value)>;
 using RowFinish =
     function_ref<void(Value, Value, Value, Value, ArrayRef<Value>)>;
@@ -125,7 +173,7 @@ void warpRows(Kernel &k, const RowAccess &row, Value d0, Value d1, Value d2,
   OpBuilder &b = k.b;
   Location loc = k.loc;
   LoopGen &g = k.g;
-  const int64_t R = 32 / row.lanes;
+  const int64_t R = 32 / row.lanes, C = R * unroll;
   Value bid = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value nb = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   Value c32 = g.idx(32), warpsPerCta = g.idx(k.threads / 32);
@@ -134,23 +182,21 @@ void warpRows(Kernel &k, const RowAccess &row, Value d0, Value d1, Value d2,
   Value sub = g.div(lane, g.idx(row.lanes)); // the lane's row in the group
   Value warp = g.add(g.mul(bid, warpsPerCta), g.div(k.tid, c32));
   Value W = g.mul(nb, warpsPerCta);
-  Value plane = g.mul(d1, d2), total = g.mul(d0, plane);
+  // Chunks: [d0, d1, ceil(d2 / C)].
+  Value n2 = g.div(g.add(d2, g.idx(C - 1)), g.idx(C));
+  Value plane = g.mul(d1, n2), total = g.mul(d0, plane);
   // An empty space (dk_accum when the main kernel writes dk/dv) must not
   // reach the divisions below.
   auto nonEmpty = scf::IfOp::create(b, loc, g.lt(g.idx(0), total), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&nonEmpty.getThenRegion().front());
-  Value groups = g.div(g.add(total, g.idx(R - 1)), g.idx(R));
   auto digits = [&](Value x) {
-    return SmallVector<Value>{g.div(x, plane), g.rem(g.div(x, d2), d1),
-                              g.rem(x, d2)};
+    return SmallVector<Value>{g.div(x, plane), g.rem(g.div(x, n2), d1),
+                              g.rem(x, n2)};
   };
-  Value rowStride = g.mul(W, g.idx(R));
-  SmallVector<Value> start = digits(g.add(g.mul(warp, g.idx(R)), sub)),
-                     step = digits(rowStride),
-                     last = digits(g.sub(total, g.idx(1)));
-  // The row `rowStride` after `at`: digit + step digit + carry-in < 2 *
-  // radix, so one subtraction wraps.
+  SmallVector<Value> start = digits(warp), step = digits(W);
+  // The chunk W after `at`: digit + step digit + carry-in < 2 * radix, so
+  // one subtraction wraps.
   auto advance = [&](ArrayRef<Value> at) {
     Value carry = g.idx(0);
     auto addDigit = [&](Value x, Value dx, Value radix) {
@@ -161,51 +207,41 @@ void warpRows(Kernel &k, const RowAccess &row, Value d0, Value d1, Value d2,
       return arith::SelectOp::create(b, loc, wraps, g.sub(y, radix), y)
           .getResult();
     };
-    Value i2 = addDigit(at[2], step[2], d2);
+    Value i2 = addDigit(at[2], step[2], n2);
     Value i1 = addDigit(at[1], step[1], d1);
     Value i0 = g.add(g.add(at[0], step[0]), carry);
     return SmallVector<Value>{i0, i1, i2};
   };
+  Value last2 = g.sub(d2, g.idx(1));
   scf::ForOp::create(
-      b, loc, warp, groups, g.mul(W, g.idx(unroll)), start,
-      [&](OpBuilder &nb2, Location, Value gi, ValueRange at0) {
+      b, loc, warp, total, W, start,
+      [&](OpBuilder &nb2, Location, Value, ValueRange at) {
         OpBuilder::InsertionGuard ig(b);
         b.setInsertionPoint(nb2.getInsertionBlock(), nb2.getInsertionPoint());
-        SmallVector<SmallVector<Value>> at{SmallVector<Value>(at0)};
-        SmallVector<Value> valid{Value()}; // group 0 is inside the loop bound
-        for (int64_t u = 1; u < unroll; ++u) {
-          at.push_back(advance(at.back()));
-          valid.push_back(g.lt(g.add(gi, g.mul(W, g.idx(u))), groups));
+        Value first = g.mul(at[2], g.idx(C)); // the chunk's first row
+        SmallVector<Value> rows, valid;
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value groupRow = g.add(first, g.idx(u * R));
+          rows.push_back(g.minIdx(g.add(groupRow, sub), last2));
+          // Group 0 always has a row inside d2.
+          valid.push_back(u == 0 ? Value() : g.lt(groupRow, d2));
         }
-        // The coordinates a lane uses: its row's, or the last row's.
-        Value r0 = g.add(g.mul(gi, g.idx(R)), sub);
-        auto coords = [&](int64_t u) {
-          Value in = g.lt(g.add(r0, g.mul(rowStride, g.idx(u))), total);
-          SmallVector<Value> c;
-          for (int i = 0; i < 3; ++i)
-            c.push_back(arith::SelectOp::create(b, loc, in, at[u][i], last[i])
-                            .getResult());
-          return c;
-        };
-        SmallVector<SmallVector<Value>> rows;
-        for (int64_t u = 0; u < unroll; ++u)
-          rows.push_back(coords(u));
         // Every group's loads go out before any group is finished; a group
-        // past the row space reads the last row (in bounds) and is not
-        // finished, so the loads need no branch.
+        // past d2 reads its last row (in bounds) and is not finished, so
+        // the loads need no branch.
         SmallVector<SmallVector<Value>> loaded;
         for (int64_t u = 0; u < unroll; ++u)
-          loaded.push_back(load(rows[u][0], rows[u][1], rows[u][2], rowLane));
+          loaded.push_back(load(at[0], at[1], rows[u], rowLane));
         for (int64_t u = 0; u < unroll; ++u) {
           auto body = [&] {
-            finish(rows[u][0], rows[u][1], rows[u][2], rowLane, loaded[u]);
+            finish(at[0], at[1], rows[u], rowLane, loaded[u]);
           };
           if (u == 0)
             body();
           else
             g.when(valid[u], body);
         }
-        scf::YieldOp::create(b, loc, advance(at.back()));
+        scf::YieldOp::create(b, loc, advance(SmallVector<Value>(at)));
       });
 }
 /// One group per iteration, loads and all in `body`.
@@ -315,14 +351,17 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
           Sk = k.dim(kK, 1);
-    // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum.
+    // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum; the
+    // chunk's groups differ in s only.
+    StridedRows dO(k, kDO, 1), o(k, kO, 1), lse(k, kLse, 2),
+        dps(k, kDPsum, 2), lse2(k, kLse2, 2);
     warpRows(
         k, row, B, H, Sq, kPreGroupsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
           Value col = row.col(lane);
-          return SmallVector<Value>{row.loadRaw(k.arg(kDO), {bb, s, h, col}),
-                                    row.loadRaw(k.arg(kO), {bb, s, h, col}),
-                                    g.load(k.arg(kLse), {bb, h, s})};
+          return SmallVector<Value>{row.loadRaw(dO.ptr({bb, s, h, col})),
+                                    row.loadRaw(o.ptr({bb, s, h, col})),
+                                    row.loadScalar(lse.ptr({bb, h, s}))};
         },
         [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
           Value col = row.col(lane);
@@ -332,20 +371,19 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
           for (int64_t i = 1; i < row.V; ++i)
             part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
           part = row.rowSum(part);
-          g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       lane, g.idx(0)),
-                 [&] {
-                   memref::StoreOp::create(b, loc, part, k.arg(kDPsum),
-                                           ValueRange{bb, h, s});
-                   Value l = in[2];
-                   Value isInf = arith::CmpFOp::create(
-                       b, loc, arith::CmpFPredicate::OEQ, l,
-                       g.f32(-std::numeric_limits<double>::infinity()));
-                   Value l2 = arith::SelectOp::create(
-                       b, loc, isInf, g.f32(0.0), g.mul(l, g.f32(kLog2e)));
-                   memref::StoreOp::create(b, loc, l2, k.arg(kLse2),
-                                           ValueRange{bb, h, s});
-                 });
+          // Every lane of the row holds the same sum (the butterfly adds
+          // the same pairs, commuted) and the same lse: all of them store,
+          // so the statistics need no branch (one instruction either way;
+          // behind a lane-0 branch ptxas sank the lse load into it, after
+          // the butterfly, a memory latency per group).
+          LLVM::StoreOp::create(b, loc, part, dps.ptr({bb, h, s}), 4);
+          Value l = in[2];
+          Value isInf = arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OEQ, l,
+              g.f32(-std::numeric_limits<double>::infinity()));
+          Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
+                                             g.mul(l, g.f32(kLog2e)));
+          LLVM::StoreOp::create(b, loc, l2, lse2.ptr({bb, h, s}), 4);
           if (!dqInit.rankZeroStores) {
             // Row s of the buffer (in the tiles layout not dQ's row s, but
             // every row below S_q is zeroed all the same).

@@ -1,10 +1,10 @@
 // The elementwise kernels around the main one: D/8 lanes per row, each lane
 // 8 contiguous elements (one 16-byte access per lane and tensor), a warp on
 // 256/D consecutive rows at once, two such groups in flight, two CTAs per
-// SM; rows
-// walked by a mixed-radix counter (no division inside the row loops; an empty
-// row space, e.g. dk_accum of a kernel that writes dk/dv itself, skips the
-// divisions). Deterministic TMA kernels: each Q tile's rank-0 hand-off stores
+// SM; a warp's unit is a chunk of two groups, consecutive rows of one (b, h),
+// chunks walked by a mixed-radix counter (no division inside the row loops;
+// an empty row space, e.g. dk_accum of a kernel that writes dk/dv itself,
+// skips the divisions), so the groups' addresses differ by the row term only. Deterministic TMA kernels: each Q tile's rank-0 hand-off stores
 // its dQ partial, so the preprocess zeroes only the dq_accum rows no key is
 // visible to (the non-deterministic kernels: every row, and the pad rows).
 // The postprocess's dQ pass is checked with dq-in-main=0 (by default the
@@ -22,25 +22,41 @@
 // CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
 // CHECK-NEXT: %[[RL:.*]] = arith.remui %[[LANE]], %c16 : index
 // CHECK-NEXT: %[[SUB:.*]] = arith.divui %[[LANE]], %c16 : index
+// Chunks of 2 x 2 = 4 rows: ceil(S_q / 4) per (b, h).
+// CHECK: arith.divui %{{.*}}, %c4 : index
 // CHECK: %[[NONEMPTY:.*]] = arith.cmpi sgt, %[[TOTAL:.*]], %c0 : index
 // CHECK-NEXT: scf.if %[[NONEMPTY]] {
-// CHECK: scf.for %[[G:.*]] = {{.*}} iter_args({{.*}}) -> (index, index, index) {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[TOTAL]] step %{{.*}} iter_args(%[[B:.*]] = %{{.*}}, %[[H:.*]] = %{{.*}}, %[[C:.*]] = %{{.*}}) -> (index, index, index) {
 // CHECK-NOT: arith.divui
 // CHECK-NOT: arith.remui
-// A lane past the last row takes the last row's coordinates.
-// CHECK: %[[G2:.*]] = arith.muli %[[G]], %c2 : index
-// CHECK-NEXT: %[[ROW:.*]] = arith.addi %[[G2]], %[[SUB]] : index
-// CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[ROW]], %[[TOTAL]] : index
-// CHECK-NEXT: arith.select %[[IN]]
-// CHECK: %[[COL:.*]] = arith.muli %[[RL]], %c8 : index
+// The groups' rows: the chunk's first + 2u + the lane's row; a lane past S_q
+// takes the last row; group 1 only where its first row is inside S_q.
+// CHECK: %[[FIRST:.*]] = arith.muli %[[C]], %c4 : index
+// CHECK-NEXT: %[[R0:.*]] = arith.addi %[[FIRST]], %[[SUB]] : index
+// CHECK-NEXT: %[[S0:.*]] = arith.minsi %[[R0]], %[[LAST:.*]] : index
+// CHECK-NEXT: %[[G1:.*]] = arith.addi %[[FIRST]], %c2 : index
+// CHECK-NEXT: %[[R1:.*]] = arith.addi %[[G1]], %[[SUB]] : index
+// CHECK-NEXT: %[[S1:.*]] = arith.minsi %[[R1]], %[[LAST]] : index
+// CHECK-NEXT: %[[V1:.*]] = arith.cmpi slt, %[[G1]], %{{.*}} : index
+// CHECK-NEXT: %[[COL:.*]] = arith.muli %[[RL]], %c8 : index
+// dO's element (b, s, h, col): the sum without s once, then s * stride.
+// CHECK-NEXT: arith.muli %[[B]], %strides#0 : index
+// CHECK-NEXT: arith.addi %offset, %{{.*}} : index
+// CHECK-NEXT: arith.muli %[[H]], %strides#2 : index
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: %[[DOFIX:.*]] = arith.addi %{{.*}}, %[[COL]] : index
+// CHECK-NEXT: arith.muli %[[S0]], %strides#1 : index
 // Both groups' loads go out unconditionally (a group past the row space reads
 // the last row), held packed until their use.
-// CHECK: %[[DO0:.*]] = vector.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
-// CHECK-NEXT: %[[O0:.*]] = vector.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
-// CHECK-NEXT: memref.load %arg5
-// CHECK-NEXT: vector.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
-// CHECK-NEXT: vector.load %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x?x128xbf16, {{.*}}>, vector<8xbf16>
-// CHECK-NEXT: memref.load %arg5
+// CHECK: %[[DO0:.*]] = llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: %[[O0:.*]] = llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// Group 1 pays the s term only.
+// CHECK-NEXT: %[[DO1S:.*]] = arith.muli %[[S1]], %strides#1 : index
+// CHECK-NEXT: arith.addi %[[DOFIX]], %[[DO1S]] : index
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
 // CHECK-NEXT: arith.extf %[[DO0]] : vector<8xbf16> to vector<8xf32>
 // CHECK-NEXT: arith.extf %[[O0]] : vector<8xbf16> to vector<8xf32>
 // dPsum: the lane's 8 products, then a butterfly over the row's 16 lanes.
@@ -52,16 +68,16 @@
 // CHECK-NEXT: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
 // CHECK-NEXT: arith.addf
 // CHECK-NEXT: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
-// The row's first lane writes dPsum and lse_log2.
-// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[RL]], %c0 : index
-// CHECK-NEXT: scf.if %[[FIRST]] {
-// CHECK: memref.store %{{.*}}, %arg12
-// CHECK: memref.store %{{.*}}, %arg13
-// CHECK-NEXT: }
+// Every lane of the row holds the sum: all store dPsum and lse_log2, no
+// branch (behind one, ptxas sank the lse load into it).
+// CHECK-NOT: scf.if
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK-NOT: scf.if
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
 // dq_accum only where row s sees no key (S_k = 0, or s + S_k < S_q under the
 // bottom-right mask), at dQ row s's place in the tiles layout.
 // CHECK-NEXT: %[[SK0:.*]] = arith.cmpi eq, %[[SK:.*]], %c0 : index
-// CHECK-NEXT: %[[SSK:.*]] = arith.addi %{{.*}}, %[[SK]] : index
+// CHECK-NEXT: %[[SSK:.*]] = arith.addi %[[S0]], %[[SK]] : index
 // CHECK-NEXT: %[[ABOVE:.*]] = arith.cmpi slt, %[[SSK]], %{{.*}} : index
 // CHECK-NEXT: %[[NOKEY:.*]] = arith.ori %[[SK0]], %[[ABOVE]] : i1
 // CHECK-NEXT: scf.if %[[NOKEY]] {
@@ -120,9 +136,10 @@
 // of dq_accum, then the rows S_q + p that pad the tiles.
 // NONDET-NOT: dq_accum_init
 // NONDET-LABEL: gpu.func @dash_bwd_preprocess
-// NONDET: memref.store %{{.*}}, %arg13
-// NONDET-NEXT: }
-// NONDET-NEXT: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x128xf32>, vector<8xf32>
+// NONDET: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// NONDET: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// NONDET-NOT: scf.if
+// NONDET: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x128xf32>, vector<8xf32>
 // NONDET: %[[ROWS:.*]] = memref.dim %arg9, %c2
 // NONDET-NEXT: %[[PAD:.*]] = arith.subi %[[ROWS]], %[[SQ:.*]] : index
 // NONDET: %[[PADROW:.*]] = arith.addi %[[SQ]], %{{.*}} : index
@@ -132,8 +149,8 @@
 // Top-left alignment: every query sees key 0, so only S_k = 0 leaves rows
 // without a key.
 // TOPLEFT-LABEL: gpu.func @dash_bwd_preprocess
-// TOPLEFT: memref.store %{{.*}}, %arg13
-// TOPLEFT-NEXT: }
+// TOPLEFT: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// TOPLEFT: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
 // TOPLEFT-NEXT: %[[SK0:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
 // TOPLEFT-NEXT: scf.if %[[SK0]] {
 
@@ -144,15 +161,19 @@
 // D64: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
 // D64-NEXT: arith.remui %[[LANE]], %c8 : index
 // D64-NEXT: arith.divui %[[LANE]], %c8 : index
-// D64: vector.load %arg4[{{.*}}] {alignment = 16 : i64} : memref<?x?x?x64xbf16, {{.*}}>, vector<8xbf16>
-// D64-NEXT: vector.load %arg3
-// D64-NEXT: memref.load %arg5
-// D64-NEXT: vector.load %arg4
-// D64-NEXT: vector.load %arg3
-// D64-NEXT: memref.load %arg5
-// D64-NOT: vector.load
+// Chunks of 4 x 2 = 8 rows.
+// D64: arith.divui %{{.*}}, %c8 : index
+// D64: scf.for
+// D64: arith.muli %{{.*}}, %c8 : index
+// D64: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// D64: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// D64: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// D64: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// D64: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// D64: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+// D64-NOT: llvm.load
 // D64: scf.if %{{.*}} {
-// D64-NOT: vector.load
+// D64-NOT: llvm.load
 // D64-NOT: gpu.shuffle  xor %{{.*}}, %c8_i32
 // D64: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
 // D64: vector.store %{{.*}}, %arg9[{{.*}}] {alignment = 32 : i64} : memref<?x?x?x64xf32>, vector<8xf32>
