@@ -121,19 +121,11 @@ __device__ __forceinline__ void tmaLoad(const CUtensorMap *map, void *dst,
                : "memory");
 }
 
-template <int D, int BM, int STAGES>
-__global__ __launch_bounds__(288) void tma(const __grid_constant__ CUtensorMap mdO,
-                                           const __grid_constant__ CUtensorMap mO,
-                                           const float *lse, float *dps,
-                                           float *lse2, int S, int H, int B) {
-  extern __shared__ uint8_t raw[];
-  constexpr int PANELS = D / 64, TILE = BM * D * 2;
-  uint8_t *buf = reinterpret_cast<uint8_t *>(
-      (reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
-  __shared__ uint64_t full[STAGES], empty[STAGES];
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int tilesPerHead = S / BM, T = B * H * tilesPerHead;
-  if (tid == 0) {
+// The ring's barriers: FULL completes on the producer's expect-tx and the
+// TMA bytes, EMPTY on one arrival per compute warp.
+template <int STAGES>
+__device__ __forceinline__ void initRing(uint64_t *full, uint64_t *empty) {
+  if (threadIdx.x == 0) {
     for (int i = 0; i < STAGES; ++i) {
       mbarInit(&full[i], 1);
       mbarInit(&empty[i], 8);
@@ -141,6 +133,25 @@ __global__ __launch_bounds__(288) void tma(const __grid_constant__ CUtensorMap m
     asm volatile("fence.mbarrier_init.release.cluster;");
   }
   __syncthreads();
+}
+// The 128B swizzle wants 1024-byte aligned tiles.
+__device__ __forceinline__ uint8_t *aligned1024(uint8_t *raw) {
+  return reinterpret_cast<uint8_t *>(
+      (reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+}
+
+template <int D, int BM, int STAGES>
+__global__ __launch_bounds__(288) void tma(const __grid_constant__ CUtensorMap mdO,
+                                           const __grid_constant__ CUtensorMap mO,
+                                           const float *lse, float *dps,
+                                           float *lse2, int S, int H, int B) {
+  extern __shared__ uint8_t raw[];
+  constexpr int PANELS = D / 64, TILE = BM * D * 2;
+  uint8_t *buf = aligned1024(raw);
+  __shared__ uint64_t full[STAGES], empty[STAGES];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tilesPerHead = S / BM, T = B * H * tilesPerHead;
+  initRing<STAGES>(full, empty);
   if (warp == 8) {
     if (lane == 0) {
       int k = 0;
@@ -203,19 +214,11 @@ __global__ __launch_bounds__(288) void tmac(const __grid_constant__ CUtensorMap 
                                             float *lse2, int S, int H, int B) {
   extern __shared__ uint8_t raw[];
   constexpr int ROWS = HB * SB, TILE = ROWS * D * 2;
-  uint8_t *buf = reinterpret_cast<uint8_t *>(
-      (reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  uint8_t *buf = aligned1024(raw);
   __shared__ uint64_t full[STAGES], empty[STAGES];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int sTiles = S / SB, hTiles = H / HB, T = B * sTiles * hTiles;
-  if (tid == 0) {
-    for (int i = 0; i < STAGES; ++i) {
-      mbarInit(&full[i], 1);
-      mbarInit(&empty[i], 8);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;");
-  }
-  __syncthreads();
+  initRing<STAGES>(full, empty);
   // Tile t: s-tile fastest (neighbouring CTAs share lse's sectors).
   auto coords = [&](int t, int &b, int &s0, int &h0) {
     s0 = (t % sTiles) * SB;
@@ -270,39 +273,42 @@ __global__ __launch_bounds__(288) void tmac(const __grid_constant__ CUtensorMap 
   }
 }
 
-static void encodeContig(CUtensorMap *m, void *base, int B, int S, int H,
-                         int D, int HB, int SB) {
-  cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(H), cuuint64_t(S),
-                        cuuint64_t(B)};
-  cuuint64_t strides[3] = {cuuint64_t(D) * 2, cuuint64_t(H) * D * 2,
-                           cuuint64_t(S) * H * D * 2};
-  cuuint32_t box[4] = {cuuint32_t(D), cuuint32_t(HB), cuuint32_t(SB), 1},
-             unit[4] = {1, 1, 1, 1};
+// A 4-D bf16 map: dims / byte strides in the map's order, one box.
+static void encodeMap(CUtensorMap *m, void *base, const cuuint64_t dims[4],
+                      const cuuint64_t strides[3], const cuuint32_t box[4],
+                      CUtensorMapSwizzle swizzle,
+                      CUtensorMapL2promotion promotion) {
+  cuuint32_t unit[4] = {1, 1, 1, 1};
   CUresult r = cuTensorMapEncodeTiled(
       m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, base, dims, strides, box, unit,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
-    std::printf("encode (contiguous) failed %d\n", int(r));
+    std::printf("cuTensorMapEncodeTiled failed %d\n", int(r));
     std::exit(1);
   }
 }
-
+// The main kernel's Q/dO box: (D, S, H, B), 64 columns x BM rows, 128B swizzle.
 static void encode(CUtensorMap *m, void *base, int B, int S, int H, int D,
                    int BM) {
   cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(S), cuuint64_t(H),
                         cuuint64_t(B)};
   cuuint64_t strides[3] = {cuuint64_t(H) * D * 2, cuuint64_t(D) * 2,
                            cuuint64_t(S) * H * D * 2};
-  cuuint32_t box[4] = {64, cuuint32_t(BM), 1, 1}, unit[4] = {1, 1, 1, 1};
-  CUresult r = cuTensorMapEncodeTiled(
-      m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, base, dims, strides, box, unit,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    std::printf("encode failed %d\n", int(r));
-    std::exit(1);
-  }
+  cuuint32_t box[4] = {64, cuuint32_t(BM), 1, 1};
+  encodeMap(m, base, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+}
+// Contiguous boxes: (D, H, S, B), all D x HB heads of SB tokens, no swizzle.
+static void encodeContig(CUtensorMap *m, void *base, int B, int S, int H,
+                         int D, int HB, int SB) {
+  cuuint64_t dims[4] = {cuuint64_t(D), cuuint64_t(H), cuuint64_t(S),
+                        cuuint64_t(B)};
+  cuuint64_t strides[3] = {cuuint64_t(D) * 2, cuuint64_t(H) * D * 2,
+                           cuuint64_t(S) * H * D * 2};
+  cuuint32_t box[4] = {cuuint32_t(D), cuuint32_t(HB), cuuint32_t(SB), 1};
+  encodeMap(m, base, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
 template <class F> static double timeIt(F launch, void *flush) {
@@ -326,13 +332,21 @@ template <class F> static double timeIt(F launch, void *flush) {
   return ts[ts.size() / 2];
 }
 
-template <int D, int BM, int STAGES>
-static void runTma(const char *name, int ctasPerSM, int sms, CUtensorMap mdO,
-                   CUtensorMap mO, const float *lse, float *dps, float *lse2,
-                   int B, int S, int H, void *flush, double bytes,
-                   const std::vector<float> &ref, double baseUs) {
-  size_t smem = size_t(STAGES) * 2 * BM * D * 2 + 1024;
-  auto k = tma<D, BM, STAGES>;
+// Both TMA forms: `tiles` boxes of `tileBytes` per tensor and stage.
+using TmaKernel = void (*)(CUtensorMap, CUtensorMap, const float *, float *,
+                           float *, int, int, int);
+struct Inputs {
+  const float *lse;
+  float *dps, *lse2;
+  int B, S, H, sms;
+  void *flush;
+  double bytes, baseUs;
+  const std::vector<float> *ref;
+};
+static void runTma(const char *name, TmaKernel k, int stages, int tileBytes,
+                   int tiles, int ctasPerSM, CUtensorMap mdO, CUtensorMap mO,
+                   const Inputs &in) {
+  size_t smem = size_t(stages) * 2 * tileBytes + 1024;
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           int(smem)));
   int occ = 0;
@@ -341,47 +355,20 @@ static void runTma(const char *name, int ctasPerSM, int sms, CUtensorMap mdO,
     std::printf("%-28s skipped (occupancy %d)\n", name, occ);
     return;
   }
-  int T = B * H * (S / BM);
-  int grid = std::min(T, sms * ctasPerSM);
-  CK(cudaMemset(dps, 0, size_t(B) * H * S * 4));
+  int grid = std::min(tiles, in.sms * ctasPerSM);
+  CK(cudaMemset(in.dps, 0, size_t(in.B) * in.H * in.S * 4));
   double us = timeIt(
-      [&] { k<<<grid, 288, smem>>>(mdO, mO, lse, dps, lse2, S, H, B); },
-      flush);
-  std::vector<float> got(ref.size());
-  CK(cudaMemcpy(got.data(), dps, got.size() * 4, cudaMemcpyDeviceToHost));
-  bool same = std::memcmp(got.data(), ref.data(), got.size() * 4) == 0;
+      [&] {
+        k<<<grid, 288, smem>>>(mdO, mO, in.lse, in.dps, in.lse2, in.S, in.H,
+                               in.B);
+      },
+      in.flush);
+  std::vector<float> got(in.ref->size());
+  CK(cudaMemcpy(got.data(), in.dps, got.size() * 4, cudaMemcpyDeviceToHost));
+  bool same = std::memcmp(got.data(), in.ref->data(), got.size() * 4) == 0;
   std::printf("%-28s %2d CTA/SM %8.1f us %6.2f TB/s  %+6.1f%%  dPsum %s\n",
-              name, ctasPerSM, us, bytes / us * 1e-6,
-              (baseUs / us - 1) * 100, same ? "bitwise equal" : "DIFFERS");
-}
-
-template <int D, int HB, int SB, int STAGES>
-static void runTmac(const char *name, int ctasPerSM, int sms, CUtensorMap mdO,
-                    CUtensorMap mO, const float *lse, float *dps, float *lse2,
-                    int B, int S, int H, void *flush, double bytes,
-                    const std::vector<float> &ref, double baseUs) {
-  size_t smem = size_t(STAGES) * 2 * HB * SB * D * 2 + 1024;
-  auto k = tmac<D, HB, SB, STAGES>;
-  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          int(smem)));
-  int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 288, smem));
-  if (occ < ctasPerSM) {
-    std::printf("%-28s skipped (occupancy %d)\n", name, occ);
-    return;
-  }
-  int T = B * (S / SB) * (H / HB);
-  int grid = std::min(T, sms * ctasPerSM);
-  CK(cudaMemset(dps, 0, size_t(B) * H * S * 4));
-  double us = timeIt(
-      [&] { k<<<grid, 288, smem>>>(mdO, mO, lse, dps, lse2, S, H, B); },
-      flush);
-  std::vector<float> got(ref.size());
-  CK(cudaMemcpy(got.data(), dps, got.size() * 4, cudaMemcpyDeviceToHost));
-  bool same = std::memcmp(got.data(), ref.data(), got.size() * 4) == 0;
-  std::printf("%-28s %2d CTA/SM %8.1f us %6.2f TB/s  %+6.1f%%  dPsum %s\n",
-              name, ctasPerSM, us, bytes / us * 1e-6,
-              (baseUs / us - 1) * 100, same ? "bitwise equal" : "DIFFERS");
+              name, ctasPerSM, us, in.bytes / us * 1e-6,
+              (in.baseUs / us - 1) * 100, same ? "bitwise equal" : "DIFFERS");
 }
 
 template <int D, int BM> static void cell(int B, int S, int H, int sms,
@@ -427,26 +414,25 @@ template <int D, int BM> static void cell(int B, int S, int H, int sms,
   CUtensorMap mdO, mO;
   encode(&mdO, dO, B, S, H, D, BM);
   encode(&mO, O, B, S, H, D, BM);
-  runTma<D, BM, 2>("tma 2 stages", 2, sms, mdO, mO, lse, dps, lse2, B, S, H,
-                   flush, bytes, ref, base);
-  runTma<D, BM, 3>("tma 3 stages", 2, sms, mdO, mO, lse, dps, lse2, B, S, H,
-                   flush, bytes, ref, base);
-  runTma<D, BM, 4>("tma 4 stages", 1, sms, mdO, mO, lse, dps, lse2, B, S, H,
-                   flush, bytes, ref, base);
-  runTma<D, BM, 6>("tma 6 stages", 1, sms, mdO, mO, lse, dps, lse2, B, S, H,
-                   flush, bytes, ref, base);
+  const Inputs in{lse, dps, lse2, B, S, H, sms, flush, bytes, base, &ref};
+  const int tileBytes = BM * D * 2, tiles = B * H * (S / BM);
+  runTma("tma 2 stages", tma<D, BM, 2>, 2, tileBytes, tiles, 2, mdO, mO, in);
+  runTma("tma 3 stages", tma<D, BM, 3>, 3, tileBytes, tiles, 2, mdO, mO, in);
+  runTma("tma 4 stages", tma<D, BM, 4>, 4, tileBytes, tiles, 1, mdO, mO, in);
+  runTma("tma 6 stages", tma<D, BM, 6>, 6, tileBytes, tiles, 1, mdO, mO, in);
   constexpr int HB = D == 64 ? 32 : 16, SB = 8192 / (HB * D);
+  const int cTiles = B * (S / SB) * (H / HB), cTileBytes = HB * SB * D * 2;
   CUtensorMap cdO, cO;
   encodeContig(&cdO, dO, B, S, H, D, HB, SB);
   encodeContig(&cO, O, B, S, H, D, HB, SB);
-  runTmac<D, HB, SB, 2>("tma contiguous 2 stages", 2, sms, cdO, cO, lse, dps,
-                        lse2, B, S, H, flush, bytes, ref, base);
-  runTmac<D, HB, SB, 3>("tma contiguous 3 stages", 2, sms, cdO, cO, lse, dps,
-                        lse2, B, S, H, flush, bytes, ref, base);
-  runTmac<D, HB, SB, 4>("tma contiguous 4 stages", 1, sms, cdO, cO, lse, dps,
-                        lse2, B, S, H, flush, bytes, ref, base);
-  runTmac<D, HB, SB, 6>("tma contiguous 6 stages", 1, sms, cdO, cO, lse, dps,
-                        lse2, B, S, H, flush, bytes, ref, base);
+  runTma("tma contiguous 2 stages", tmac<D, HB, SB, 2>, 2, cTileBytes, cTiles, 2,
+         cdO, cO, in);
+  runTma("tma contiguous 3 stages", tmac<D, HB, SB, 3>, 3, cTileBytes, cTiles, 2,
+         cdO, cO, in);
+  runTma("tma contiguous 4 stages", tmac<D, HB, SB, 4>, 4, cTileBytes, cTiles, 1,
+         cdO, cO, in);
+  runTma("tma contiguous 6 stages", tmac<D, HB, SB, 6>, 6, cTileBytes, cTiles, 1,
+         cdO, cO, in);
   CK(cudaFree(dO));
   CK(cudaFree(O));
   CK(cudaFree(lse));
