@@ -122,8 +122,17 @@ def main():
     except (OSError, ValueError, KeyError, TypeError) as e:
         print("summarize: cannot read %s: %s" % (args.results, e), file=sys.stderr)
         return 2
+    # A missing default (the device machine has no ../shared) is noted in the
+    # output; a path given explicitly must exist.
+    if args.anchors and args.anchors != DEFAULT_ANCHORS and not os.path.exists(args.anchors):
+        print("summarize: no anchors file %s" % args.anchors, file=sys.stderr)
+        return 2
+    anchors = load_anchors(args.anchors)
     print(clock_line(doc.get("meta") or {}))
-    print(summarize(results, load_anchors(args.anchors)))
+    if not anchors:
+        print("anchors: none (%s): the two FA3-det targets below count no cell; run this where "
+              "../shared/anchors exists or pass --anchors" % (args.anchors or "not given"))
+    print(summarize(results, anchors))
     return 0
 
 

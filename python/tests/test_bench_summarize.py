@@ -84,3 +84,28 @@ def test_clock_is_named(tmp_path):
         assert out.returncode == 0, out.stderr
         assert out.stdout.splitlines()[0].startswith("clock: ")
         assert want in out.stdout.splitlines()[0]
+
+
+def test_missing_anchors_are_named(tmp_path):
+    # Without anchors the FA3 targets count no cell: the output says so, and
+    # an anchors path given explicitly must exist.
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"meta": {}, "results": _results()}))
+    out = subprocess.run([sys.executable, SCRIPT, str(f), "--anchors", ""],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert any(l.startswith("anchors: none") for l in out.stdout.splitlines())
+    assert "s >= 2048: 0 / 0" in out.stdout
+    bad = subprocess.run([sys.executable, SCRIPT, str(f), "--anchors", str(tmp_path / "no.json")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "no anchors file" in bad.stderr
+    assert bad.stdout == ""
+    anchors = tmp_path / "a.json"
+    anchors.write_text(json.dumps([{"d": 128, "causal": 1, "s": 4096, "fa3_det": 400.0,
+                                    "cudnn": 400.0}]))
+    ok = subprocess.run([sys.executable, SCRIPT, str(f), "--anchors", str(anchors)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "anchors: none" not in ok.stdout
+    assert "s >= 2048: 1 / 1" in ok.stdout
