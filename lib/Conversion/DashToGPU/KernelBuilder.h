@@ -161,21 +161,27 @@ struct Kernel {
     return p;
   }
   void barrier() { gpu::BarrierOp::create(b, loc); }
-  /// Generic pointer to memref element `indices` (for atomics that memref
-  /// does not spell: acquire loads, release increments).
-  Value elementPtr(Value memref, ValueRange indices) {
+  /// Pointer (address space `as`; 0: generic) to memref element `indices`
+  /// (for atomics that memref does not spell: acquire loads, release
+  /// increments; for the row kernels' loads). With `lastDim` >= 0 that
+  /// index's term is added last, so accesses that differ only in it share
+  /// the rest of the sum (CSE keeps one): the row kernels' groups of a chunk.
+  Value elementPtr(Value memref, ValueRange indices, int64_t lastDim = -1,
+                   unsigned as = 0) {
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
     Value linear = meta.getOffset();
     for (auto [i, idx] : llvm::enumerate(indices))
-      linear = g.add(linear, g.mul(idx, meta.getStrides()[i]));
+      if (int64_t(i) != lastDim)
+        linear = g.add(linear, g.mul(idx, meta.getStrides()[i]));
+    if (lastDim >= 0)
+      linear = g.add(linear, g.mul(indices[lastDim], meta.getStrides()[lastDim]));
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
     unsigned bytes =
         cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
     Value addr = g.add(base, g.mul(linear, g.idx(bytes)));
     Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), addr);
-    return LLVM::IntToPtrOp::create(b, loc,
-                                    LLVM::LLVMPointerType::get(b.getContext()),
-                                    i64);
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), as), i64);
   }
   Value isThread0() {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,

@@ -74,7 +74,7 @@ struct RowAccess {
                                   /*nontemporal=*/false,
                                   llvm::Align(bytes(t)));
   }
-  /// The same through a global pointer (StridedRows).
+  /// The same through a global pointer (Kernel::elementPtr).
   Value loadRaw(Value ptr) {
     return LLVM::LoadOp::create(b, loc, vec(elt), ptr, bytes(elt));
   }
@@ -110,42 +110,6 @@ struct RowAccess {
                                             gpu::ShuffleMode::XOR)
                          .getShuffleResult());
     return x;
-  }
-};
-
-/// Global pointers to a memref argument's elements: element (i_0, .., i_n)
-/// is at offset + sum i_k * stride_k. The groups of a warpRows chunk differ
-/// only in the row coordinate (dim `var`), so the sum over the other dims
-/// is built first: it is the same SSA value for every group (CSE keeps
-/// one), and a group pays one multiply-add per tensor. Through the memref's
-/// own lowering each group rebuilt the whole descriptor sum in 64 bits.
-struct StridedRows {
-  Kernel &k;
-  Value base, offset; // index: the aligned pointer, the element offset
-  SmallVector<Value> strides;
-  int64_t var;
-  int64_t bytes;
-
-  StridedRows(Kernel &k, Arg a, int64_t var) : k(k), var(var) {
-    Value mem = k.arg(a);
-    auto meta = memref::ExtractStridedMetadataOp::create(k.b, k.loc, mem);
-    offset = meta.getOffset();
-    strides.assign(meta.getStrides().begin(), meta.getStrides().end());
-    base = memref::ExtractAlignedPointerAsIndexOp::create(k.b, k.loc, mem);
-    bytes = cast<MemRefType>(mem.getType()).getElementTypeBitWidth() / 8;
-  }
-  Value ptr(ValueRange idx) {
-    LoopGen &g = k.g;
-    Value fixed = offset;
-    for (auto [i, x] : llvm::enumerate(idx))
-      if (int64_t(i) != var)
-        fixed = g.add(fixed, g.mul(x, strides[i]));
-    Value linear = g.add(fixed, g.mul(idx[var], strides[var]));
-    Value addr = g.add(base, g.mul(linear, g.idx(bytes)));
-    Value addr64 =
-        arith::IndexCastOp::create(k.b, k.loc, k.b.getI64Type(), addr);
-    return LLVM::IntToPtrOp::create(
-        k.b, k.loc, LLVM::LLVMPointerType::get(k.b.getContext(), 1), addr64);
   }
 };
 
@@ -351,17 +315,23 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
     LoopGen &g = k.g;
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
           Sk = k.dim(kK, 1);
-    // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum; the
-    // chunk's groups differ in s only.
-    StridedRows dO(k, kDO, 1), o(k, kO, 1), lse(k, kLse, 2),
-        dps(k, kDPsum, 2), lse2(k, kLse2, 2);
+    // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum. The
+    // chunk's groups differ in s only: their addresses add its term last
+    // (through the descriptors' own 64-bit sums each group rebuilt them
+    // whole, bench/NOTES.md section 31).
+    auto act = [&](Arg a, ValueRange bshd) { // O, dO: s is dim 1
+      return k.elementPtr(k.arg(a), bshd, 1, /*global*/ 1);
+    };
+    auto stat = [&](Arg a, ValueRange bhs) { // [B, H, S] rows: s is dim 2
+      return k.elementPtr(k.arg(a), bhs, 2, /*global*/ 1);
+    };
     warpRows(
         k, row, B, H, Sq, kPreGroupsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
           Value col = row.col(lane);
-          return SmallVector<Value>{row.loadRaw(dO.ptr({bb, s, h, col})),
-                                    row.loadRaw(o.ptr({bb, s, h, col})),
-                                    row.loadScalar(lse.ptr({bb, h, s}))};
+          return SmallVector<Value>{row.loadRaw(act(kDO, {bb, s, h, col})),
+                                    row.loadRaw(act(kO, {bb, s, h, col})),
+                                    row.loadScalar(stat(kLse, {bb, h, s}))};
         },
         [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
           Value col = row.col(lane);
@@ -376,14 +346,14 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
           // so the statistics need no branch (one instruction either way;
           // behind a lane-0 branch ptxas sank the lse load into it, after
           // the butterfly, a memory latency per group).
-          LLVM::StoreOp::create(b, loc, part, dps.ptr({bb, h, s}), 4);
+          LLVM::StoreOp::create(b, loc, part, stat(kDPsum, {bb, h, s}), 4);
           Value l = in[2];
           Value isInf = arith::CmpFOp::create(
               b, loc, arith::CmpFPredicate::OEQ, l,
               g.f32(-std::numeric_limits<double>::infinity()));
           Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
                                              g.mul(l, g.f32(kLog2e)));
-          LLVM::StoreOp::create(b, loc, l2, lse2.ptr({bb, h, s}), 4);
+          LLVM::StoreOp::create(b, loc, l2, stat(kLse2, {bb, h, s}), 4);
           if (!dqInit.rankZeroStores) {
             // Row s of the buffer (in the tiles layout not dQ's row s, but
             // every row below S_q is zeroed all the same).

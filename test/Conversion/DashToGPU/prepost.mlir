@@ -40,6 +40,7 @@
 // CHECK-NEXT: %[[V1:.*]] = arith.cmpi slt, %[[G1]], %{{.*}} : index
 // CHECK-NEXT: %[[COL:.*]] = arith.muli %[[RL]], %c8 : index
 // dO's element (b, s, h, col): the sum without s once, then s * stride.
+// CHECK-NEXT: memref.extract_strided_metadata %arg4
 // CHECK-NEXT: arith.muli %[[B]], %strides#0 : index
 // CHECK-NEXT: arith.addi %offset, %{{.*}} : index
 // CHECK-NEXT: arith.muli %[[H]], %strides#2 : index
