@@ -1445,10 +1445,11 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
       if (w[5] < 0) { // a TMA kernel's mbarrier (rank = -1 - barrier index)
         static const char *const kBarriers[] = {"FULL_Q[0]", "FULL_Q[1]",
                                                 "EMPTY_Q[0]", "EMPTY_Q[1]",
-                                                "FULL_KV", "EMPTY_KV"};
+                                                "FULL_KV", "EMPTY_KV",
+                                                "EMPTY_DS", "FULL_DS"};
         const int64_t which = -1 - w[5];
         wait = std::string("mbarrier ") +
-               (which < 6 ? kBarriers[which] : "#" + str(which)) +
+               (which < 8 ? kBarriers[which] : "#" + str(which)) +
                " (phase parity " + str(w[6]) + ") at b=" + str(w[2]) +
                ", h=" + str(w[3]) + ", hand-off " + str(w[4]) + " for " +
                str(w[7]) + " polls: a load or a release never arrived";

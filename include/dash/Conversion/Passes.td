@@ -115,6 +115,14 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "walk's end (step max(len - P, 0)), so they are recent in L2 when "
            "the walk ends; 0 right after the item's own K/V, a whole walk "
            "earlier; -1: the default (0)">,
+    Option<"kvViaDs", "kv-via-ds", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma, 128-row Q tiles at D = 64 and two "
+           "dS^T buffers: 1 makes the producer load the next item's K/V "
+           "into the dS^T buffer the walk's last step leaves free (from "
+           "that step's dS^T barrier on) and move them into the K/V tiles "
+           "by one shared-to-shared bulk copy once the last dQ has read K "
+           "(implies early-kv=1); 0 loads them into the K/V tiles after the "
+           "walk; -1: the default (0)">,
     Option<"dsStmatrix", "ds-stmatrix", "int64_t", /*default=*/"-1",
            "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "

@@ -151,7 +151,34 @@ struct ConvertDashToGPUPass
     if (earlyKv == 1 && !tmaWgmma)
       return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
                                  "loads=tma (K/V come from the producer)";
-    bool kvEarly = earlyKv == 1;
+    if (failed(checkOption("kv-via-ds", kvViaDs, -1, 1, "0 or 1")))
+      return failure();
+    // The next item's K and V (2 x 128 x D bf16) fill a dS^T buffer (128 x
+    // bm bf16) exactly when bm = 2 D: D = 64 on 128-row Q tiles. The second
+    // dS^T buffer is what the walk's last step leaves free; the copy into
+    // the K/V tiles waits for the last dQ, which is early-kv's release.
+    bool kvViaDsOn = kvViaDs == 1;
+    if (kvViaDsOn && !(tmaWgmma && D == 64 && bm == 128 && dsBufs == 2 &&
+                       !kvSplit))
+      return op.emitOpError()
+             << "kv-via-ds=1 needs mma=wgmma with loads=tma, D = 64 on "
+                "128-row Q tiles and two dS^T buffers without dq-kv-split "
+                "(the next item's K and V must fit the dS^T buffer the walk's "
+                "last step leaves free; got D = "
+             << D << ", " << bm << "-row Q tiles, " << dsBufs
+             << " dS^T buffer(s))";
+    if (kvViaDsOn && earlyKv == 0)
+      return op.emitOpError() << "kv-via-ds=1 frees K/V after the item's "
+                                 "last dQ: it implies early-kv=1, not 0";
+    // Default: on for causal masks (TMA kernels without early-st, whose
+    // walk's last S^T reads K after the release): two same-process A/Bs
+    // measured d = 64 causal deterministic +0.5..+1.0% at s = 4096 / 8192,
+    // d = 128 causal non-deterministic +0.9..+1.9%, no causal cell below
+    // -0.8%; full masks -1.8..+0.5%, off (bench/NOTES.md section 32).
+    bool kvEarly =
+        earlyKv == 1 || kvViaDsOn ||
+        (earlyKv == -1 && tmaWgmma && op.getMask() == Mask::Causal &&
+         earlySt != 1);
     if (failed(checkOption("early-st", earlySt, -1, 1, "0 or 1")))
       return failure();
     if (earlySt == 1 && !(tmaWgmma && bm == 64 && statsAcc < 2))
@@ -341,7 +368,7 @@ struct ConvertDashToGPUPass
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
                             ablateExp2 == 1, dqMain,  noRankWait,
-                            dsWait,  kvAhead};
+                            dsWait,  kvAhead, kvViaDsOn};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -394,6 +421,7 @@ struct ConvertDashToGPUPass
         config.append("early_kv", b.getBoolAttr(kvEarly));
         config.append("q_before_kv", b.getBoolAttr(qFirst));
         config.append("kv_prefetch_ahead", b.getI64IntegerAttr(kvAhead));
+        config.append("kv_via_ds", b.getBoolAttr(kvViaDsOn));
       }
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));

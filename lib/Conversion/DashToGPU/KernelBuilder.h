@@ -549,6 +549,10 @@ struct WgmmaConfig {
   /// issues step max(len - P, 0) of the walk (kv-prefetch-ahead=P), or
   /// right after the item's own K/V (0).
   int64_t kvPrefetchAhead = 0;
+  /// TMA kernels, D = 64 on 128-row Q tiles: the next item's K/V land in
+  /// the dS^T buffer the walk's last step leaves free and reach the K/V
+  /// tiles by a shared-to-shared bulk copy (kv-via-ds=1).
+  bool kvViaDs = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -63,7 +63,9 @@ int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm,
   // a base aligned at run time (the atom of slack that needed went in
   // bench/NOTES.md section 19, making room for two dQ staging buffers
   // beside two dS^T buffers at D = 64).
-  return SmemLayout{d, bm, config.tma, config.dsBufs, config.dqBufs}.end();
+  return SmemLayout{d, bm, config.tma, config.dsBufs, config.dqBufs,
+                    config.kvViaDs}
+      .end();
 }
 
 WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
@@ -82,6 +84,13 @@ WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
   // One CTA per SM: lets ptxas honour setmaxnreg beyond the 168 registers
   // that 384 threads get at entry.
   k.func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  // kv-via-ds: a shared-to-shared bulk copy is an illegal instruction
+  // outside a cluster (bench/micro/s2s_bulk.cu on the H200): a cluster of
+  // one, fixed at compile time (.reqnctapercluster), so a plain launch
+  // forms it.
+  if (config.kvViaDs)
+    k.func->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                    b.getDenseI32ArrayAttr({1, 1, 1}));
   assert(w.L.swizzleAligned() &&
          "a shared buffer off its swizzle atom or its TMA alignment");
 
@@ -219,6 +228,12 @@ void WgmmaMain::build() {
       NVVM::MBarrierInitOp::create(b, loc, w.mbar(kFullKV), w.c32(1), Value());
       NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEmptyKV),
                                    w.c32(kMmaThreads), Value());
+      if (config.kvViaDs) {
+        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEmptyDs),
+                                     w.c32(kMmaThreads), Value());
+        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kFullDs), w.c32(1),
+                                     Value());
+      }
       NVVM::FenceMbarrierInitOp::create(b, loc);
     });
     k.barrier();

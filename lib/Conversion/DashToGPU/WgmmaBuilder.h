@@ -62,9 +62,14 @@ static_assert(kBarFull + kBarBufStride + kBarWgStride < kBarDsWg &&
 constexpr int64_t kDqTilesPerTicket = 4;
 
 // mbarriers of the TMA kernels (loads=tma), index into SmemLayout::bar:
-// FULL_Q / EMPTY_Q of the two Q/dO/lse/dPsum stages, FULL_KV / EMPTY_KV.
+// FULL_Q / EMPTY_Q of the two Q/dO/lse/dPsum stages, FULL_KV / EMPTY_KV;
+// kv-via-ds kernels also EMPTY_DS (every MMA thread, once the walk's last
+// step has passed its dS^T barrier: the other dS^T buffer is free) and
+// FULL_DS (the next item's K/V landed in that buffer; the producer alone
+// waits on it).
 constexpr int kFullQ = 0, kEmptyQ = 2, kFullKV = 4, kEmptyKV = 5,
-              kNumMbarriers = 6;
+              kNumMbarriers = 6, kEmptyDs = 6, kFullDs = 7,
+              kNumMbarriersKvViaDs = 8;
 
 /// Byte offsets of the shared buffers from the 1024-aligned base.
 struct SmemLayout {
@@ -76,6 +81,11 @@ struct SmemLayout {
   int64_t dsBufs = 1;
   /// f32 dQ staging buffers (WgmmaConfig::dqBufs).
   int64_t dqBufs = 2;
+  /// kv-via-ds: two more mbarriers (EMPTY_DS, FULL_DS).
+  bool kvViaDs = false;
+  int64_t mbarriers() const {
+    return kvViaDs ? kNumMbarriersKvViaDs : kNumMbarriers;
+  }
   int64_t panels() const { return d / 64; }
   int64_t kvBytes() const { return kBn * d * 2; }
   int64_t qBytes() const { return bm * d * 2; }
@@ -120,7 +130,7 @@ struct SmemLayout {
   /// deterministic kernels, its rank), written by the producer before its
   /// FULL_Q arrival: the MMA threads read the schedule's walk instead of
   /// evaluating it.
-  int64_t stepTile(int64_t buf) const { return bar(kNumMbarriers) + 8 * buf; }
+  int64_t stepTile(int64_t buf) const { return bar(mbarriers()) + 8 * buf; }
   /// TMA kernels: the same pair for the hand-off in dQ staging buffer `buf`,
   /// copied from the stage by MMA thread 0 before its FULL arrival: the
   /// reducers evaluate no schedule either (their registers are few).
@@ -144,7 +154,8 @@ struct WgmmaBuilder {
   WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
                const WgmmaConfig &config)
       : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
-        D(d), L{d, bm, config.tma, config.dsBufs, config.dqBufs} {
+        D(d), L{d, bm, config.tma, config.dsBufs, config.dqBufs,
+                config.kvViaDs} {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();

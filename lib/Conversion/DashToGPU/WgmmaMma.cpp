@@ -602,6 +602,14 @@ void WgmmaMain::emitMma() {
           else
             w.barSync(kBarMma, kMmaThreads);
           phase(kPhDsBarrier);
+          // kv-via-ds: past this barrier both warpgroups' dQ of the step
+          // before, the last reader of the other dS^T buffer, are complete:
+          // at the walk's last step the producer may load the next item's
+          // K/V there.
+          if (config.kvViaDs)
+            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         g.add(step, g.idx(1)), it.len),
+                   [&] { w.mbarArrive(w.mbar(kEmptyDs)); });
           qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           // The dQ accumulators: this warpgroup's rows or columns of the
@@ -808,7 +816,12 @@ void WgmmaMain::emitMma() {
     if (tma && earlyKV)
       g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, it.len,
                                    g.idx(0)),
-             freeKV);
+             [&] {
+               freeKV();
+               // (kv-via-ds: an empty walk frees the dS^T buffer here.)
+               if (config.kvViaDs)
+                 w.mbarArrive(w.mbar(kEmptyDs));
+             });
     else if (tma)
       freeKV();
     // The epilogue's fragment coordinates. Deterministic kernels rebuild

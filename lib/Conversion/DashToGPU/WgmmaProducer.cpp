@@ -66,21 +66,59 @@ void WgmmaMain::emitProducer() {
         // The item's first step's copies are out.
         traceAtStep(step, 0, kTraceStep0Issue, it.index);
       };
-      // q-before-kv: the first step's stage was freed by the step before
-      // last, so its copies go out while the MMA warps still walk the
-      // previous item (and write its dK/dV); only K/V wait for its end.
-      if (config.qBeforeKV)
-        g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
-      Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
-      Value itemParity = g.rem(it.index, g.idx(2));
-      w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
-                 g.idx(kEmptyKV), {unit, it.bb, it.h, first});
-      if (traced)
-        trace(kTraceKVIssue, clock(), it.index);
-      Value fullKV = w.mbar(kFullKV);
-      w.mbarExpect(fullKV, 2 * L.kvBytes());
-      w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);
-      w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, fullKV);
+      if (config.kvViaDs) {
+        Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
+        Value itemParity = g.rem(it.index, g.idx(2));
+        Value notParity = g.sub(g.idx(1), itemParity);
+        Value fullKV = w.mbar(kFullKV);
+        // K and V into the dS^T buffer of the unit's step `first` (the
+        // item's step 0, which writes it only after FULL_KV), free once
+        // the previous item's last step passed its dS^T barrier, i.e.
+        // about half a step and the epilogue before the walk ends; then,
+        // once that item's last dQ has read K (EMPTY_KV) and they have
+        // landed, one bulk copy into the K/V tiles completes FULL_KV. Both
+        // regions are 1024-aligned: the bytes keep their swizzle.
+        Value ds = g.add(at(L.dsT(0)),
+                         g.mul(g.rem(first, g.idx(2)), g.idx(L.dsBytes())));
+        Value fullDs = w.mbar(kFullDs);
+        w.mbarWait(w.mbar(kEmptyDs), notParity, g.idx(kEmptyDs),
+                   {unit, it.bb, it.h, first});
+        if (traced)
+          trace(kTraceKVIssue, clock(), it.index);
+        w.mbarExpect(fullDs, 2 * L.kvBytes());
+        w.tmaTile(1, ds, it.bb, kv0, hkv, kBn, fullDs);
+        w.tmaTile(2, g.add(ds, g.idx(L.kvBytes())), it.bb, kv0, hkv, kBn,
+                  fullDs);
+        if (config.qBeforeKV)
+          g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
+        w.mbarWait(w.mbar(kEmptyKV), notParity, g.idx(kEmptyKV),
+                   {unit, it.bb, it.h, first});
+        w.mbarWait(fullDs, itemParity, g.idx(kFullDs),
+                   {unit, it.bb, it.h, first});
+        w.mbarExpect(fullKV, 2 * L.kvBytes());
+        // 32-bit shared::cta addresses for all three operands (the CTA's
+        // own window is part of the cluster's).
+        w.ptx("cp.async.bulk.shared::cluster.shared::cta.mbarrier::"
+              "complete_tx::bytes [$0], [$1], $2, [$3];",
+              {w.i32of(at(L.k())), w.i32of(ds), w.c32(2 * L.kvBytes()),
+               w.i32of(at(L.bar(kFullKV)))});
+      } else {
+        // q-before-kv: the first step's stage was freed by the step before
+        // last, so its copies go out while the MMA warps still walk the
+        // previous item (and write its dK/dV); only K/V wait for its end.
+        if (config.qBeforeKV)
+          g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
+        Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
+        Value itemParity = g.rem(it.index, g.idx(2));
+        w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
+                   g.idx(kEmptyKV), {unit, it.bb, it.h, first});
+        if (traced)
+          trace(kTraceKVIssue, clock(), it.index);
+        Value fullKV = w.mbar(kFullKV);
+        w.mbarExpect(fullKV, 2 * L.kvBytes());
+        w.tmaTile(1, at(L.k()), it.bb, kv0, hkv, kBn, fullKV);
+        w.tmaTile(2, at(L.v()), it.bb, kv0, hkv, kBn, fullKV);
+      }
       // The next item's K and V into L2 while this item runs: its load
       // above then waits on L2, not HBM (all units switch items at about
       // the same time under a full mask, so those loads come in a burst).

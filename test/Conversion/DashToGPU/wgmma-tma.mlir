@@ -55,9 +55,13 @@
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync mma-regs=232" 2>&1 | FileCheck %s --check-prefix=REGSSYNC
 // early-kv=1: the item's last step frees K and V (EMPTY_KV) once its dQ is
 // done (dK reads Q and registers), before its hand-off and the dK/dV
-// epilogue; after the walk only an empty one arrives. Off by default
-// (measured -2.6% at D = 128, bench/NOTES.md section 12); bad values and
-// cp.async kernels are refused.
+// epilogue; after the walk only an empty one arrives. The default for causal
+// masks (d = 64 causal det +0.5..+1.0%, d = 128 causal nondet +0.9..+1.9%:
+// bench/NOTES.md section 32), off for full masks (-1.8..+0.5%) and with
+// early-st=1; bad values and cp.async kernels are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu | FileCheck %s --check-prefix=KVDEFCAUSAL
+// RUN: sed 's/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu | FileCheck %s --check-prefix=KVDEFFULL
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-st=1" | FileCheck %s --check-prefix=KVDEFST
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-kv=1" --canonicalize --cse | FileCheck %s --check-prefix=EARLYKV
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-kv=2" 2>&1 | FileCheck %s --check-prefix=EARLYKVBAD
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async early-kv=1" 2>&1 | FileCheck %s --check-prefix=EARLYKVCPASYNC
@@ -469,6 +473,9 @@
 // EARLYKV-NEXT: %[[EMPTY:.*]] = arith.cmpi eq, %[[LEN]], %c0 : index
 // EARLYKV-NEXT: scf.if %[[EMPTY]] {
 // EARLYKV: nvvm.mbarrier.arrive
+// KVDEFCAUSAL: dash.config = {{{.*}}early_kv = true{{.*}}mask = "causal"
+// KVDEFFULL: dash.config = {{{.*}}early_kv = false{{.*}}mask = "full"
+// KVDEFST: dash.config = {{{.*}}early_kv = false{{.*}}early_st = true
 // EARLYKVBAD: error: 'dash.scheduled_attention_bwd' op early-kv must be 0 or 1, or -1 for the default (got 2)
 // EARLYKVCPASYNC: error: 'dash.scheduled_attention_bwd' op early-kv=1 needs mma=wgmma with loads=tma (K/V come from the producer)
 // BADLOADS: error: 'dash.scheduled_attention_bwd' op unknown loads mode 'bulk'; expected cp-async or tma
