@@ -101,7 +101,9 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     Option<"earlyKv", "early-kv", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 frees K/V after the item's last dQ "
            "(the next item's K/V load overlaps the last hand-off and the "
-           "dK/dV epilogue); 0 frees them after the walk; -1: the default">,
+           "dK/dV epilogue); 0 frees them after the walk; -1: the default (1 "
+           "for causal masks without early-st, 0 for full masks: "
+           "bench/NOTES.md section 32)">,
     Option<"qBeforeKv", "q-before-kv", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 makes the producer issue an item's "
            "first Q/dO/lse_log2/dPsum copies before it waits for the "
@@ -121,8 +123,10 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "into the dS^T buffer the walk's last step leaves free (from "
            "that step's dS^T barrier on) and move them into the K/V tiles "
            "by one shared-to-shared bulk copy once the last dQ has read K "
-           "(implies early-kv=1); 0 loads them into the K/V tiles after the "
-           "walk; -1: the default (0)">,
+           "(implies early-kv=1; the copy needs a cluster, so the main kernel "
+           "becomes a compile-time cluster of one); 0 loads them into the K/V "
+           "tiles after the walk; -1: the default (0: measured 1-4% slower "
+           "at D = 64, bench/NOTES.md section 32)">,
     Option<"dsStmatrix", "ds-stmatrix", "int64_t", /*default=*/"-1",
            "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "

@@ -97,7 +97,8 @@ void WgmmaMain::emitProducer() {
                    {unit, it.bb, it.h, first});
         w.mbarExpect(fullKV, 2 * L.kvBytes());
         // 32-bit shared::cta addresses for all three operands (the CTA's
-        // own window is part of the cluster's).
+        // own window is part of the cluster's: the kernel is a cluster of
+        // one, MainWgmma.cpp, without which this copy is illegal).
         w.ptx("cp.async.bulk.shared::cluster.shared::cta.mbarrier::"
               "complete_tx::bytes [$0], [$1], $2, [$3];",
               {w.i32of(at(L.k())), w.i32of(ds), w.c32(2 * L.kvBytes()),
