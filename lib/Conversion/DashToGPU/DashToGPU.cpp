@@ -174,7 +174,7 @@ struct ConvertDashToGPUPass
     // walk's last S^T reads K after the release): two same-process A/Bs
     // measured d = 64 causal deterministic +0.5..+1.0% at s = 4096 / 8192,
     // d = 128 causal non-deterministic +0.9..+1.9%, no causal cell below
-    // -0.8%; full masks -1.8..+0.5%, off (bench/NOTES.md section 32).
+    // -0.8%; full masks det -1.8..+0.5%, off (bench/NOTES.md section 32).
     bool kvEarly =
         earlyKv == 1 || kvViaDsOn ||
         (earlyKv == -1 && tmaWgmma && op.getMask() == Mask::Causal &&

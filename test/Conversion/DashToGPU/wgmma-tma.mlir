@@ -57,7 +57,7 @@
 // done (dK reads Q and registers), before its hand-off and the dK/dV
 // epilogue; after the walk only an empty one arrives. The default for causal
 // masks (d = 64 causal det +0.5..+1.0%, d = 128 causal nondet +0.9..+1.9%:
-// bench/NOTES.md section 32), off for full masks (-1.8..+0.5%) and with
+// bench/NOTES.md section 32), off for full masks (det -1.8..+0.5%) and with
 // early-st=1; bad values and cp.async kernels are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu | FileCheck %s --check-prefix=KVDEFCAUSAL
 // RUN: sed 's/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu | FileCheck %s --check-prefix=KVDEFFULL
