@@ -217,6 +217,13 @@ void WgmmaMain::emitMma() {
             tracePhase(step, it.index, wg, phaseWho, p);
           };
           phase(kPhTop);
+          // The walk's last step (built where used: a value made here would
+          // live through the step on the 240-register side).
+          auto isLastStep = [&] {
+            return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         g.add(step, g.idx(1)), it.len)
+                .getResult();
+          };
           Value qt, buf;
           if (tma) {
             // Stage n % 2 of the unit's step n holds this step's tiles and
@@ -607,9 +614,7 @@ void WgmmaMain::emitMma() {
           // at the walk's last step the producer may load the next item's
           // K/V there.
           if (config.kvViaDs)
-            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         g.add(step, g.idx(1)), it.len),
-                   [&] { w.mbarArrive(w.mbar(kEmptyDs)); });
+            g.when(isLastStep(), [&] { w.mbarArrive(w.mbar(kEmptyDs)); });
           qd = qDesc(kQ, buf);
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
           // The dQ accumulators: this warpgroup's rows or columns of the
@@ -668,9 +673,7 @@ void WgmmaMain::emitMma() {
           // reads Q and registers), so the producer may load the next item's
           // while this one hands over its last dQ and writes dK/dV.
           if (earlyKV)
-            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         g.add(step, g.idx(1)), it.len),
-                   freeKV);
+            g.when(isLastStep(), freeKV);
 
           // Hand the dQ partial to the reducer (staging buffer of hand-off
           // first + step).

@@ -66,6 +66,13 @@ void WgmmaMain::emitProducer() {
         // The item's first step's copies are out.
         traceAtStep(step, 0, kTraceStep0Issue, it.index);
       };
+      // q-before-kv: the first step's stage was freed by the step before
+      // last, so its copies go out while the MMA warps still walk the
+      // previous item (and write its dK/dV); only K/V wait for its end.
+      auto issueFirstStep = [&] {
+        if (config.qBeforeKV)
+          g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
+      };
       if (config.kvViaDs) {
         Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
         Value itemParity = g.rem(it.index, g.idx(2));
@@ -89,8 +96,7 @@ void WgmmaMain::emitProducer() {
         w.tmaTile(1, ds, it.bb, kv0, hkv, kBn, fullDs);
         w.tmaTile(2, g.add(ds, g.idx(L.kvBytes())), it.bb, kv0, hkv, kBn,
                   fullDs);
-        if (config.qBeforeKV)
-          g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
+        issueFirstStep();
         w.mbarWait(w.mbar(kEmptyKV), notParity, g.idx(kEmptyKV),
                    {unit, it.bb, it.h, first});
         w.mbarWait(fullDs, itemParity, g.idx(kFullDs),
@@ -104,11 +110,7 @@ void WgmmaMain::emitProducer() {
               {w.i32of(at(L.k())), w.i32of(ds), w.c32(2 * L.kvBytes()),
                w.i32of(at(L.bar(kFullKV)))});
       } else {
-        // q-before-kv: the first step's stage was freed by the step before
-        // last, so its copies go out while the MMA warps still walk the
-        // previous item (and write its dK/dV); only K/V wait for its end.
-        if (config.qBeforeKV)
-          g.when(g.lt(g.idx(0), it.len), [&] { issueStep(g.idx(0)); });
+        issueFirstStep();
         Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
         Value itemParity = g.rem(it.index, g.idx(2));
         w.mbarWait(w.mbar(kEmptyKV), g.sub(g.idx(1), itemParity),
