@@ -242,6 +242,15 @@ std::string parseManifest(const std::string &text, const std::string &path,
     m.dkdvDirect = direct->boolean;
   }
 
+  if (const json::Value *bulk = root.get("dkdv_bulk")) {
+    if (!bulk->isBool())
+      return "field \"dkdv_bulk\" must be true or false";
+    m.dkdvBulk = bulk->boolean;
+    if (m.dkdvBulk && !(m.usesTensorMaps() && m.dkdvDirect))
+      return "field \"dkdv_bulk\": true needs a TMA kernel that writes "
+             "dk/dv itself (\"dkdv_direct\")";
+  }
+
   if (const json::Value *inMain = root.get("dq_in_main")) {
     if (!inMain->isBool())
       return "field \"dq_in_main\" must be true or false";

@@ -322,15 +322,17 @@ struct WsKernel {
   bool dqTiles = false;    // dq_accum in the "tiles" layout: rows padded to
                            // whole Q tiles
   bool dqTicket = false;   // dq_in_main: an i32 ticket after the semaphores
+  bool dkdvMaps = false;   // dkdv_bulk: room for the dk and dv maps too
 };
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps(),
-          m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain};
+          m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain, m.dkdvBulk};
 }
 
 /// The seven maps (q, k, v, dO loads; dq_accum reduce-adds; lse_log2, dPsum
-/// loads), 128 bytes each, in i64 words.
-constexpr int64_t kTensorMaps = 7;
+/// loads) and, for "dkdv_bulk" kernels, dk and dv (stores), 128 bytes each,
+/// in i64 words.
+constexpr int64_t kTensorMaps = 7, kTensorMapsDkdvBulk = 9;
 constexpr int64_t kTensorMapWords = sizeof(CUtensorMap) / sizeof(int64_t);
 static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
 
@@ -368,7 +370,10 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
       {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, k.dqTicket ? 1 : 0, 4},
   };
   if (k.tensorMaps)
-    bufs.push_back({Role::TensorMaps, {kTensorMaps * kTensorMapWords, 0, 0, 0},
+    bufs.push_back({Role::TensorMaps,
+                    {(k.dkdvMaps ? kTensorMapsDkdvBulk : kTensorMaps) *
+                         kTensorMapWords,
+                     0, 0, 0},
                     1, 0, 8});
   int64_t off = 0;
   for (const Buf &b : bufs) {
@@ -1010,9 +1015,13 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
                              const dash_bwd_args *a, const WsLayout &ws,
                              CUdeviceptr wsBase, CUtensorMap *out) {
   const CUdeviceptr dqAccum = wsBase + CUdeviceptr(ws.offset[int(Role::DQAccum)]);
-  const dash_tensor *ts[4] = {&a->q, &a->k, &a->v, &a->dO};
-  const char *names[4] = {"q", "k", "v", "dO"};
-  const int64_t rows[4] = {m.blockM, m.blockN, m.blockN, m.blockM};
+  // Maps 0-3 and, for "dkdv_bulk" kernels, 7 and 8 (the dK/dV stores):
+  // the caller's tensors, 64-column boxes of the kernel's tile rows.
+  const dash_tensor *ts[6] = {&a->q, &a->k, &a->v, &a->dO, &a->dk, &a->dv};
+  const char *names[6] = {"q", "k", "v", "dO", "dk", "dv"};
+  const int64_t rows[6] = {m.blockM, m.blockN, m.blockN, m.blockM, m.blockN,
+                           m.blockN};
+  const int slots[6] = {0, 1, 2, 3, 7, 8};
   const CUtensorMapDataType type = a->q.dtype == DASH_DTYPE_BF16
                                        ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -1032,7 +1041,7 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
                       what + "' of " + m.name);
     return DASH_SUCCESS;
   };
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < (m.dkdvBulk ? 6 : 4); ++i) {
     const dash_tensor &t = *ts[i];
     cuuint64_t dims[4] = {cuuint64_t(t.shape[3]), cuuint64_t(t.shape[1]),
                           cuuint64_t(t.shape[2]), cuuint64_t(t.shape[0])};
@@ -1049,8 +1058,8 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
     };
     cuuint64_t strides[3] = {stride(1), stride(2), stride(0)};
     cuuint32_t box[4] = {64, cuuint32_t(rows[i]), 1, 1};
-    if (dash_status st = encode(&out[i], type, t.data, 4, dims, strides, box,
-                                CU_TENSOR_MAP_SWIZZLE_128B, names[i]))
+    if (dash_status st = encode(&out[slots[i]], type, t.data, 4, dims, strides,
+                                box, CU_TENSOR_MAP_SWIZZLE_128B, names[i]))
       return st;
   }
   const cuuint64_t D = cuuint64_t(a->q.shape[3]), Sq = cuuint64_t(a->q.shape[1]),
@@ -1384,21 +1393,23 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
   // driver stages it before returning); a captured copy is a graph node that
   // reads its source at every replay, so it reads a pinned slot of its own.
   if (m.usesTensorMaps()) {
-    CUtensorMap maps[kTensorMaps];
+    CUtensorMap maps[kTensorMapsDkdvBulk];
     if (dash_status st = encodeTensorMaps(rt, m, args, ws, wsBase, maps))
       return st;
+    const size_t bytes =
+        (m.dkdvBulk ? kTensorMapsDkdvBulk : kTensorMaps) * sizeof(CUtensorMap);
     const void *src = maps;
     if (capturing) {
       void *slot = nullptr;
       RelaxedCapture relax(rt, true);
-      if (dash_status st = pinnedSlot(rt, sizeof maps, slot))
+      if (dash_status st = pinnedSlot(rt, bytes, slot))
         return st;
-      std::memcpy(slot, maps, sizeof maps);
+      std::memcpy(slot, maps, bytes);
       src = slot;
     }
     DRV(rt->drv.cuMemcpyHtoDAsync(
             wsBase + CUdeviceptr(ws.offset[int(Role::TensorMaps)]), src,
-            sizeof maps, stream),
+            bytes, stream),
         " (tensor maps)");
   }
   // 5. Launch.
@@ -1446,10 +1457,11 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
         static const char *const kBarriers[] = {"FULL_Q[0]", "FULL_Q[1]",
                                                 "EMPTY_Q[0]", "EMPTY_Q[1]",
                                                 "FULL_KV", "EMPTY_KV",
-                                                "EMPTY_DS", "FULL_DS"};
+                                                "EMPTY_DS", "FULL_DS",
+                                                "EPI_FULL", "EPI_EMPTY"};
         const int64_t which = -1 - w[5];
         wait = std::string("mbarrier ") +
-               (which < 8 ? kBarriers[which] : "#" + str(which)) +
+               (which < 10 ? kBarriers[which] : "#" + str(which)) +
                " (phase parity " + str(w[6]) + ") at b=" + str(w[2]) +
                ", h=" + str(w[3]) + ", hand-off " + str(w[4]) + " for " +
                str(w[7]) + " polls: a load or a release never arrived";

@@ -538,6 +538,49 @@ TEST_F(MockDriverTensorMaps, DqAccumTilesArePaddedAndNeedNoMap) {
   EXPECT_GE(info.workspace_bytes, B * H * 256 * D * 4);
 }
 
+// dkdv_bulk kernels store dk and dv by TMA: the runtime encodes their maps
+// too (after dO's, with the K/V tiles' boxes) into slots 7 and 8 of the
+// workspace copy, which then holds nine maps.
+TEST_F(MockDriverTensorMaps, DkdvBulkAddsTheDkAndDvMaps) {
+  load("tiles", "\"dkdv_direct\": true, \"dkdv_bulk\": true,");
+  const int64_t B = 2, Sq = 256, Sk = 320, H = 4, Hkv = 2, D = 128;
+  dash_bwd_args a = makeArgs(B, Sq, Sk, H, Hkv, D);
+  a.dv.strides[0] = Hkv * Sk * D; // BHSD dv: the map takes its strides
+  a.dv.strides[1] = D;
+  a.dv.strides[2] = Sk * D;
+  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
+      << dash_runtime_last_error(rt);
+  const auto &maps = *mock.tensorMaps();
+  ASSERT_EQ(maps.size(), 8u); // q, k, v, dO, dk, dv, lse_log2, dPsum
+  const dash_tensor *ts[2] = {&a.dk, &a.dv};
+  for (int i = 0; i < 2; ++i) {
+    const MockTensorMap &t = maps[4 + i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(t.type, int(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16));
+    EXPECT_EQ(t.rank, 4u);
+    EXPECT_EQ(t.address, ts[i]->data);
+    EXPECT_EQ(t.dims[0], uint64_t(D));
+    EXPECT_EQ(t.dims[1], uint64_t(Sk));
+    EXPECT_EQ(t.dims[2], uint64_t(Hkv));
+    EXPECT_EQ(t.dims[3], uint64_t(B));
+    EXPECT_EQ(t.strides[0], uint64_t(ts[i]->strides[1] * 2));
+    EXPECT_EQ(t.strides[1], uint64_t(ts[i]->strides[2] * 2));
+    EXPECT_EQ(t.strides[2], uint64_t(ts[i]->strides[0] * 2));
+    EXPECT_EQ(t.box[0], 64u);
+    EXPECT_EQ(t.box[1], 64u); // the fixture's block_n
+    EXPECT_EQ(t.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
+  }
+  EXPECT_EQ(maps[5].strides[0], uint64_t(D * 2)); // BHSD dv: S stride = D
+  const std::vector<uint64_t> &P = (*mock.launches())[1].params;
+  const uint64_t *tm = reinterpret_cast<const uint64_t *>(P[kSlots]);
+  // The mock writes {address, call index}: dk, dv in slots 7, 8; lse_log2
+  // and dPsum stay in 5, 6.
+  EXPECT_EQ(tm[16 * 7], uint64_t(reinterpret_cast<uintptr_t>(a.dk.data)));
+  EXPECT_EQ(tm[16 * 8], uint64_t(reinterpret_cast<uintptr_t>(a.dv.data)));
+  EXPECT_EQ(tm[16 * 5], uint64_t(reinterpret_cast<uintptr_t>(maps[6].address)));
+  EXPECT_EQ(tm[16 * 6], uint64_t(reinterpret_cast<uintptr_t>(maps[7].address)));
+}
+
 // dq_in_main kernels write dq in the main kernel: without GQA a call launches
 // no postprocess (with GQA it still sums dk/dv), and the semaphore buffer has
 // room for the tile ticket after its B * H * M words.

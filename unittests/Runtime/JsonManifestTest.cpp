@@ -182,6 +182,15 @@ TEST(Manifest, MalformedFieldsAreNamed) {
        "\"dkdv_direct\" must be true or false"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dq_in_main\": 1"),
        "\"dq_in_main\" must be true or false"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dkdv_bulk\": 1"),
+       "\"dkdv_bulk\" must be true or false"},
+      // dkdv_bulk stores through maps 7 and 8 of a kernel that writes dk/dv.
+      {replaced(good, "\"threads\": 256",
+                "\"threads\": 256, \"dkdv_direct\": true, \"dkdv_bulk\": true"),
+       "\"dkdv_bulk\": true needs a TMA kernel that writes dk/dv itself"},
+      {replaced(withTensorMaps(good, "i64", 1), "\"threads\": 256",
+                "\"threads\": 256, \"dkdv_bulk\": true"),
+       "\"dkdv_bulk\": true needs a TMA kernel"},
       // dq_in_main needs the semaphores' ticket and the TMA kernels' layout.
       {replaced(good, "\"threads\": 256",
                 "\"threads\": 256, \"dkdv_direct\": true, \"dq_in_main\": true"),

@@ -127,6 +127,15 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "becomes a compile-time cluster of one); 0 loads them into the K/V "
            "tiles after the walk; -1: the default (0: measured 1-4% slower "
            "at D = 64, bench/NOTES.md section 32)">,
+    Option<"dkdvBulk", "dkdv-bulk", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma, 128-row Q tiles at D = 64 and two "
+           "dS^T buffers: 1 makes the dK/dV epilogue (without GQA) stage the "
+           "item's bf16 rows in the dS^T buffer of the walk's last step, from "
+           "where warp 11 stores them by TMA (two more tensor maps, dk and "
+           "dv) once the next item's K/V have landed, so the MMA warps start "
+           "the next walk meanwhile; 0 writes them from registers; -1: the "
+           "default (1 for non-deterministic kernels where it fits, else 0: "
+           "bench/NOTES.md section 33)">,
     Option<"dsStmatrix", "ds-stmatrix", "int64_t", /*default=*/"-1",
            "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "

@@ -73,6 +73,10 @@ struct Manifest {
   /// Optional "dkdv_direct": the main kernel writes dk/dv itself when
   /// H_q == H_kv, so dk_accum/dv_accum need no rows then.
   bool dkdvDirect = false;
+  /// Optional "dkdv_bulk": the main kernel stores dk/dv (when H_q == H_kv)
+  /// by TMA through two more tensor maps, 7 and 8 (TMA kernels that write
+  /// dk/dv themselves).
+  bool dkdvBulk = false;
   /// Optional "dq_in_main": the main kernel writes dq itself (deterministic
   /// TMA kernels, from a ticket word after the semaphores), so the
   /// postprocess only runs for GQA's dk/dv.

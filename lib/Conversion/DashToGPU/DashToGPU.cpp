@@ -158,15 +158,39 @@ struct ConvertDashToGPUPass
     // dS^T buffer is what the walk's last step leaves free; the copy into
     // the K/V tiles waits for the last dQ, which is early-kv's release.
     bool kvViaDsOn = kvViaDs == 1;
-    if (kvViaDsOn && !(tmaWgmma && D == 64 && bm == 128 && dsBufs == 2 &&
-                       !kvSplit))
+    // kv-via-ds and dkdv-bulk fill one dS^T buffer with 32 KiB: D = 64 on
+    // 128-row Q tiles, two dS^T buffers, no dq-kv-split.
+    bool dsBufferIs32K =
+        tmaWgmma && D == 64 && bm == 128 && dsBufs == 2 && !kvSplit;
+    std::string gotShape = "got D = " + std::to_string(D) + ", " +
+                           std::to_string(bm) + "-row Q tiles, " +
+                           std::to_string(dsBufs) + " dS^T buffer(s))";
+    if (kvViaDsOn && !dsBufferIs32K)
       return op.emitOpError()
              << "kv-via-ds=1 needs mma=wgmma with loads=tma, D = 64 on "
                 "128-row Q tiles and two dS^T buffers without dq-kv-split "
                 "(the next item's K and V must fit the dS^T buffer the walk's "
-                "last step leaves free; got D = "
-             << D << ", " << bm << "-row Q tiles, " << dsBufs
-             << " dS^T buffer(s))";
+                "last step leaves free; "
+             << gotShape;
+    if (failed(checkOption("dkdv-bulk", dkdvBulk, -1, 1, "0 or 1")))
+      return failure();
+    // dK and dV's bf16 rows of an item (2 x 128 x 128 B) fill one dS^T
+    // buffer (128 x bm bf16) exactly when bm = 2 D: D = 64 on 128-row Q
+    // tiles. kv-via-ds loads the next K/V into the other buffer meanwhile.
+    bool bulkFits = dsBufferIs32K && !kvViaDsOn;
+    // Default: on for non-deterministic kernels where it fits: the walk
+    // boundary 3.1k -> 1.7k cycles, +0.8..+1.6% in all six d = 64 cells of
+    // two A/Bs; deterministic -0.3..-0.0% causal, +1.3 / +1.6 / -1.9% full
+    // at s = 4096 / 8192 / 16384: off (bench/NOTES.md section 33).
+    bool bulkDkdv = dkdvBulk == 1 ||
+                    (dkdvBulk == -1 && bulkFits && !op.getDeterministic());
+    if (bulkDkdv && !bulkFits)
+      return op.emitOpError()
+             << "dkdv-bulk=1 needs mma=wgmma with loads=tma, D = 64 on "
+                "128-row Q tiles and two dS^T buffers, without dq-kv-split "
+                "or kv-via-ds (an item's dK and dV rows must fit the dS^T "
+                "buffer of the walk's last step; "
+             << gotShape;
     if (kvViaDsOn && earlyKv == 0)
       return op.emitOpError() << "kv-via-ds=1 frees K/V after the item's "
                                  "last dQ: it implies early-kv=1, not 0";
@@ -368,7 +392,7 @@ struct ConvertDashToGPUPass
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
                             ablateExp2 == 1, dqMain,  noRankWait,
-                            dsWait,  kvAhead, kvViaDsOn};
+                            dsWait,  kvAhead, kvViaDsOn, bulkDkdv};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -422,6 +446,7 @@ struct ConvertDashToGPUPass
         config.append("q_before_kv", b.getBoolAttr(qFirst));
         config.append("kv_prefetch_ahead", b.getI64IntegerAttr(kvAhead));
         config.append("kv_via_ds", b.getBoolAttr(kvViaDsOn));
+        config.append("dkdv_bulk", b.getBoolAttr(bulkDkdv));
       }
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));
@@ -453,7 +478,8 @@ struct ConvertDashToGPUPass
     if (debugSpinLimit < 0)
       return op.emitOpError() << "debug-spin-limit must be >= 0";
     SmallVector<Type> argTypes =
-        kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0, tma);
+        kernelArgTypes(ctx, elt, D, /*debug=*/debugSpinLimit > 0, tma,
+                       bulkDkdv ? kTensorMapCountDkdvBulk : kTensorMapCount);
     b.setInsertionPointToStart(gpuModule.getBody());
     DqAccumInit dqInit;
     if (tmaWgmma && op.getDeterministic()) {

@@ -47,10 +47,11 @@ inline const char *const kArgNames[kNumArgs] = {
 /// The CUtensorMaps of q, k, v, dO (loads), dq_accum (slot 4: unused since
 /// the TMA kernels add dQ tiles with 1-D bulk reduce-adds into the "tiles"
 /// layout; the runtime still encodes it for manifests built before) and
-/// lse_log2, dPsum (loads), 128 B each, as i64 words.
+/// lse_log2, dPsum (loads), 128 B each, as i64 words; dkdv-bulk kernels
+/// also dk and dv (their epilogue's TMA stores).
 constexpr int64_t kTensorMapCount = 7, kTensorMapDqAcc = 4,
-                  kTensorMapLse2 = 5, kTensorMapDPsum = 6;
-constexpr int64_t kTensorMapWords = kTensorMapCount * 16;
+                  kTensorMapLse2 = 5, kTensorMapDPsum = 6, kTensorMapDk = 7,
+                  kTensorMapDv = 8, kTensorMapCountDkdvBulk = 9;
 
 /// The record a debug kernel leaves in its `debug` buffer (i64 words) before
 /// it traps on a semaphore that never reaches the expected rank.
@@ -62,12 +63,20 @@ constexpr int64_t kDebugMagic = 0xDA5400DE;
 
 /// The tensor-map argument's type: static, so it cannot be mistaken for the
 /// (dynamic) debug record of the same element type.
-inline MemRefType tensorMapsType(MLIRContext *ctx) {
-  return MemRefType::get({kTensorMapWords}, IntegerType::get(ctx, 64));
+inline MemRefType tensorMapsType(MLIRContext *ctx,
+                                 int64_t maps = kTensorMapCount) {
+  return MemRefType::get({maps * 16}, IntegerType::get(ctx, 64));
+}
+inline bool isTensorMapsType(Type t) {
+  return t == tensorMapsType(t.getContext()) ||
+         t == tensorMapsType(t.getContext(), kTensorMapCountDkdvBulk);
 }
 
+/// `maps`: the tensor maps of a TMA kernel (kTensorMapCount, or
+/// kTensorMapCountDkdvBulk).
 inline SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d,
-                                 bool debug, bool tma = false) {
+                                        bool debug, bool tma = false,
+                                        int64_t maps = kTensorMapCount) {
   int64_t dyn = ShapedType::kDynamic;
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
   // BSHD with any strides but a unit stride on D (what TMA will need too).
@@ -84,7 +93,7 @@ inline SmallVector<Type> kernelArgTypes(MLIRContext *ctx, Type elt, int64_t d,
   if (debug) // host-mapped i64 words (DebugWord), written before a trap
     types.push_back(MemRefType::get({dyn}, IntegerType::get(ctx, 64)));
   if (tma) // filled by the runtime before the launches (docs/Runtime.md)
-    types.push_back(tensorMapsType(ctx));
+    types.push_back(tensorMapsType(ctx, maps));
   return types;
 }
 
@@ -125,7 +134,7 @@ struct Kernel {
   }
   Value arg(Arg a) {
     if (a == kTensorMaps) {
-      assert(args.back().getType() == tensorMapsType(b.getContext()) &&
+      assert(isTensorMapsType(args.back().getType()) &&
              "not a TMA kernel");
       return args.back();
     }
@@ -389,7 +398,7 @@ inline gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
   func->setAttr("nvvm.maxntid",
                 b.getDenseI32ArrayAttr({(int32_t)threads, 1, 1}));
   for (unsigned i = 0; i < argTypes.size(); ++i) {
-    bool maps = argTypes[i] == tensorMapsType(b.getContext());
+    bool maps = isTensorMapsType(argTypes[i]);
     func.setArgAttr(i, "dash.name",
                     b.getStringAttr(kArgNames[maps ? unsigned(kTensorMaps) : i]));
   }
@@ -553,6 +562,10 @@ struct WgmmaConfig {
   /// the dS^T buffer the walk's last step leaves free and reach the K/V
   /// tiles by a shared-to-shared bulk copy (kv-via-ds=1).
   bool kvViaDs = false;
+  /// TMA kernels, D = 64 on 128-row Q tiles: the direct dK/dV epilogue
+  /// stages bf16 rows in the last step's dS^T buffer and writes them by
+  /// 1-D bulk copies (dkdv-bulk=1).
+  bool dkdvBulk = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

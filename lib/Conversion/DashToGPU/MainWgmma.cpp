@@ -64,7 +64,7 @@ int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm,
   // bench/NOTES.md section 19, making room for two dQ staging buffers
   // beside two dS^T buffers at D = 64).
   return SmemLayout{d, bm, config.tma, config.dsBufs, config.dqBufs,
-                    config.kvViaDs}
+                    config.kvViaDs, config.dkdvBulk}
       .end();
 }
 
@@ -232,6 +232,12 @@ void WgmmaMain::build() {
         NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEmptyDs),
                                      w.c32(kMmaThreads), Value());
         NVVM::MBarrierInitOp::create(b, loc, w.mbar(kFullDs), w.c32(1),
+                                     Value());
+      }
+      if (config.dkdvBulk) {
+        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEpiFull),
+                                     w.c32(kMmaThreads), Value());
+        NVVM::MBarrierInitOp::create(b, loc, w.mbar(kEpiEmpty), w.c32(1),
                                      Value());
       }
       NVVM::FenceMbarrierInitOp::create(b, loc);

@@ -66,6 +66,9 @@ struct WgmmaMain {
   /// warpgroups 0 and 1 in its then region.
   void emitReducers();
   void emitProducer();
+  /// dkdv-bulk: warp 11 writes each item's staged dK/dV rows
+  /// (WgmmaDkdvStorer.cpp).
+  void emitDkdvStorer();
   void emitMma();
   /// dq-in-main: after the walk, the MMA threads (`t` in [0, 256)) convert
   /// finished dQ tiles drawn from the ticket (WgmmaDqConvert.cpp).

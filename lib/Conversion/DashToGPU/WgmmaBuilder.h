@@ -17,6 +17,11 @@
 
 namespace mlir::dash::detail::wgmma {
 constexpr int64_t kBn = 128; // KV tile rows (two warpgroups x 64)
+// dkdv-bulk (D = 64): one tensor's staged rows, 128 x 128 B; dK's then dV's
+// fill a dS^T buffer of a 128-row Q tile.
+constexpr int64_t kDkdvTileBytes = kBn * 64 * 2;
+// dkdv-bulk: warp 11, idle otherwise, writes the staged dK/dV rows.
+constexpr int64_t kStorerWarp = 11;
 constexpr int64_t kMmaThreads = 256;
 // One MMA warpgroup + one reducer warp: the hand-off barriers.
 constexpr int64_t kHandOffThreads = 128 + 32;
@@ -53,6 +58,11 @@ constexpr int kBarDsWg = 12;
 // a step's S^T and dP^T; the other warpgroup arrives there once it has
 // issued its own.
 constexpr int kBarTurn = 14;
+// dkdv-bulk: a step's dS^T barrier ahead of dQ is 12 with 288 threads, the
+// storer warp taking part, so a step passes it only once the previous
+// item's dK/dV stores have read their dS^T buffer (no wait in the step).
+constexpr int kBarDsStep = kBarDsWg;
+constexpr int64_t kDsStepThreadsDkdvBulk = kMmaThreads + 32;
 static_assert(kBarFull + kBarBufStride + kBarWgStride < kBarDsWg &&
                   kBarDsWg + 1 < kBarTurn && kBarTurn + 1 < 16,
               "16 named barriers");
@@ -67,9 +77,13 @@ constexpr int64_t kDqTilesPerTicket = 4;
 // step has passed its dS^T barrier: the other dS^T buffer is free) and
 // FULL_DS (the next item's K/V landed in that buffer; the producer alone
 // waits on it).
+// dkdv-bulk kernels also EPI_FULL (every MMA thread, once its dK/dV rows
+// are staged in the last step's dS^T buffer) and EPI_EMPTY (the storer's
+// TMA stores have read them).
 constexpr int kFullQ = 0, kEmptyQ = 2, kFullKV = 4, kEmptyKV = 5,
               kNumMbarriers = 6, kEmptyDs = 6, kFullDs = 7,
-              kNumMbarriersKvViaDs = 8;
+              kNumMbarriersKvViaDs = 8, kEpiFull = 8, kEpiEmpty = 9,
+              kNumMbarriersDkdvBulk = 10;
 
 /// Byte offsets of the shared buffers from the 1024-aligned base.
 struct SmemLayout {
@@ -83,8 +97,12 @@ struct SmemLayout {
   int64_t dqBufs = 2;
   /// kv-via-ds: two more mbarriers (EMPTY_DS, FULL_DS).
   bool kvViaDs = false;
+  /// dkdv-bulk: two more after those (EPI_FULL, EPI_EMPTY).
+  bool dkdvBulk = false;
   int64_t mbarriers() const {
-    return kvViaDs ? kNumMbarriersKvViaDs : kNumMbarriers;
+    return dkdvBulk  ? kNumMbarriersDkdvBulk
+           : kvViaDs ? kNumMbarriersKvViaDs
+                     : kNumMbarriers;
   }
   int64_t panels() const { return d / 64; }
   int64_t kvBytes() const { return kBn * d * 2; }
@@ -155,7 +173,7 @@ struct WgmmaBuilder {
                const WgmmaConfig &config)
       : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
         D(d), L{d, bm, config.tma, config.dsBufs, config.dqBufs,
-                config.kvViaDs} {
+                config.kvViaDs, config.dkdvBulk} {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
@@ -536,6 +554,14 @@ struct WgmmaBuilder {
     ptx("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
         "[$0], [$1], $2;",
         {dst, sh(src), bytes});
+  }
+  /// One TMA tile store through 4-D `map` at i32 `coords` from the
+  /// swizzled tile at shared byte address `src`; completes in the issuing
+  /// thread's bulk group (rows past the tensor are not written).
+  void tmaStore(Value map, Value src, ArrayRef<Value> coords) {
+    ptx("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group "
+        "[$0, {$1, $2, $3, $4}], [$5];",
+        {map, coords[0], coords[1], coords[2], coords[3], sh(src)});
   }
   /// bulkReduceAdd, or a plain bulk copy when `rank32` is 0: a Q tile's
   /// first hand-off in the deterministic order overwrites its dq_accum

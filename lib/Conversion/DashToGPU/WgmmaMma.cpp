@@ -178,6 +178,13 @@ void WgmmaMain::emitMma() {
       w.mbarWait(w.mbar(kFullQ, sb), g.rem(g.div(n, g.idx(2)), g.idx(2)),
                  g.add(g.idx(kFullQ), sb), {unit, it.bb, it.h, n});
     };
+    // dkdv-bulk: the previous item's dK/dV stores have read its dS^T
+    // buffer (EPI_EMPTY phase it.index - 1; before the unit's first item
+    // the wait on the phase "before" phase 0 passes).
+    auto waitEpiEmpty = [&] {
+      w.mbarWait(w.mbar(kEpiEmpty), g.rem(g.add(it.index, g.idx(1)), g.idx(2)),
+                 g.idx(kEpiEmpty), {unit, it.bb, it.h, first});
+    };
     Value zD = w.zeroAcc(D);
     SmallVector<Value> walkInit{zD, zD};
     // early-st: the walk's first S^T goes out here, once its stage is in;
@@ -606,6 +613,8 @@ void WgmmaMain::emitMma() {
             w.barSync(arith::AddIOp::create(b, loc, w.c32(kBarDsWg),
                                             w.i32of(wg)),
                       128);
+          else if (config.dkdvBulk) // with the storer warp (kBarDsStep)
+            w.barSync(kBarDsStep, kDsStepThreadsDkdvBulk);
           else
             w.barSync(kBarMma, kMmaThreads);
           phase(kPhDsBarrier);
@@ -852,34 +861,60 @@ void WgmmaMain::emitMma() {
     // measured the pair-wise epilogue at 5.7k cycles per item at D = 64,
     // 11.6k at D = 128: 1.3-3 steps). The runtime requires 16-byte aligned
     // rows. Shuffles before the row guard: every lane takes part.
-    auto directEpilogue = [&] {
-      Value quad = g.rem(lane, g.idx(4));
-      Value hi1 = g.lt(g.idx(1), quad); // quad bit 1 (2 or 3)
+    auto sel = [&](Value c, Value x, Value y) {
+      return arith::SelectOp::create(b, loc, c, x, y).getResult();
+    };
+    auto xorLane = [&](Value v, int64_t m) {
+      return NVVM::ShflOp::create(
+                 b, loc, w.i32, w.c32(-1), v, w.c32(m), w.c32(0x1f),
+                 NVVM::ShflKindAttr::get(ctx, NVVM::ShflKind::bfly),
+                 UnitAttr())
+          .getResult();
+    };
+    // The lane's place in its quad: c = lane % 4 and its two bits.
+    struct Quad {
+      Value c, hi1, hi0;
+    };
+    auto quadOf = [&] {
+      Value c = g.rem(lane, g.idx(4));
+      Value hi1 = g.lt(g.idx(1), c); // quad bit 1 (2 or 3)
       Value hi0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                        g.rem(quad, g.idx(2)), g.idx(0));
-      auto sel = [&](Value c, Value x, Value y) {
-        return arith::SelectOp::create(b, loc, c, x, y).getResult();
-      };
-      auto xorLane = [&](Value v, int64_t m) {
-        return NVVM::ShflOp::create(
-                   b, loc, w.i32, w.c32(-1), v, w.c32(m), w.c32(0x1f),
-                   NVVM::ShflKindAttr::get(ctx, NVVM::ShflKind::bfly),
-                   UnitAttr())
-            .getResult();
-      };
-      // a[i] of lane c -> lane i's a[c] (two stages: 2x2 blocks, then
-      // within them).
-      auto transpose = [&](SmallVectorImpl<Value> &a) {
-        for (auto [m, hi, pairs] :
-             {std::tuple{int64_t(2), hi1, std::array<int, 4>{0, 2, 1, 3}},
-              std::tuple{int64_t(1), hi0, std::array<int, 4>{0, 1, 2, 3}}})
-          for (int u = 0; u < 4; u += 2) {
-            int lo = pairs[u], up = pairs[u + 1];
-            Value got = xorLane(sel(hi, a[lo], a[up]), m);
-            a[lo] = sel(hi, got, a[lo]);
-            a[up] = sel(hi, a[up], got);
-          }
-      };
+                                        g.rem(c, g.idx(2)), g.idx(0));
+      return Quad{c, hi1, hi0};
+    };
+    // a[i] of lane c -> lane i's a[c] (two stages: 2x2 blocks, then within
+    // them).
+    auto transpose = [&](const Quad &q, SmallVectorImpl<Value> &a) {
+      for (auto [m, hi, pairs] :
+           {std::tuple{int64_t(2), q.hi1, std::array<int, 4>{0, 2, 1, 3}},
+            std::tuple{int64_t(1), q.hi0, std::array<int, 4>{0, 1, 2, 3}}})
+        for (int u = 0; u < 4; u += 2) {
+          int lo = pairs[u], up = pairs[u + 1];
+          Value got = xorLane(sel(hi, a[lo], a[up]), m);
+          a[lo] = sel(hi, got, a[lo]);
+          a[up] = sel(hi, a[up], got);
+        }
+    };
+    // The accumulator's bf16 pairs of 8-column group grp (columns 32 grp..)
+    // at row half `half`, dK's scaled, transposed across the quad.
+    auto rowPiece = [&](const Quad &q, Value acc, bool isK, int64_t half,
+                        int64_t grp) {
+      SmallVector<Value> a;
+      for (int64_t i = 0; i < 4; ++i) {
+        int64_t r = 4 * (4 * grp + i) + 2 * half;
+        Value x = w.elem(acc, r), y = w.elem(acc, r + 1);
+        if (isK) { // dK = scale * dS^T Q
+          x = g.mul(x, k.arg(kScale));
+          y = g.mul(y, k.arg(kScale));
+        }
+        a.push_back(w.packBf16(x, y));
+      }
+      transpose(q, a);
+      return a;
+    };
+    auto directEpilogue = [&] {
+      Quad q = quadOf();
+      Value quad = q.c;
       auto global = LLVM::LLVMPointerType::get(ctx, 1);
       for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
                               std::pair{walk.getResult(1), true}}) {
@@ -891,17 +926,7 @@ void WgmmaMain::emitMma() {
               k.elementPtr(k.arg(isK ? kDk : kDv),
                            {it.bb, row, it.h, g.mul(quad, g.idx(8))}));
           for (int64_t grp = 0; grp < D / 32; ++grp) {
-            SmallVector<Value> a;
-            for (int64_t i = 0; i < 4; ++i) {
-              int64_t r = 4 * (4 * grp + i) + 2 * half;
-              Value x = w.elem(acc, r), y = w.elem(acc, r + 1);
-              if (isK) { // dK = scale * dS^T Q
-                x = g.mul(x, k.arg(kScale));
-                y = g.mul(y, k.arg(kScale));
-              }
-              a.push_back(w.packBf16(x, y));
-            }
-            transpose(a);
+            SmallVector<Value> a = rowPiece(q, acc, isK, half, grp);
             // Predicated, not branched: rows past S_k store nothing.
             Value ptr = LLVM::GEPOp::create(
                 b, loc, global, b.getI8Type(), rowPtr,
@@ -912,6 +937,51 @@ void WgmmaMain::emitMma() {
           }
         }
       }
+    };
+    // dkdv-bulk (D = 64): the same transposed 16-byte pieces go to the
+    // dS^T buffer of the walk's last step (dK's 128 rows, then dV's,
+    // 128B-swizzled as the K/V tiles) and the storer writes them by TMA
+    // (WgmmaDkdvStorer.cpp) while the MMA warps start the next walk. The
+    // buffer's next writer is the next walk's second dS^T store, after a
+    // dS^T barrier the storer joins only once its stores have read the
+    // buffer, or an empty walk's epilogue, which waits for EPI_EMPTY.
+    auto bulkEpilogue = [&] {
+      Value lastBuf = g.rem(g.add(first, g.add(it.len, g.idx(1))), g.idx(2));
+      Value stage = dsTile(lastBuf);
+      // Both warpgroups' last dQ have read that buffer; an empty walk's
+      // epilogue follows the previous item's copies out of it.
+      waitEpiEmpty();
+      w.barSync(kBarMma, kMmaThreads);
+      Quad q = quadOf();
+      // Rows r and r + 1 of a quarter warp would share 16 banks: odd rows
+      // store their two 64-byte halves in the other order.
+      Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                        g.rem(g.div(lane, g.idx(4)), g.idx(2)),
+                                        g.idx(0));
+      for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
+                              std::pair{walk.getResult(1), true}}) {
+        Value tile = g.add(stage, g.idx(isK ? 0 : kDkdvTileBytes));
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row = g.add(wgRows, rowOf(2 * half));
+          Value rowAddr = g.add(tile, g.mul(row, g.idx(128)));
+          Value swz = g.rem(row, g.idx(8));
+          std::array<SmallVector<Value>, 2> grps{
+              rowPiece(q, acc, isK, half, 0), rowPiece(q, acc, isK, half, 1)};
+          // Store u: group u (even rows) or 1 - u (odd rows), the lane's
+          // 16-byte chunk 4 group + c at its swizzled place.
+          for (int64_t u = 0; u < 2; ++u) {
+            Value chunk = g.add(sel(odd, g.idx(4 * (1 - u)), g.idx(4 * u)), q.c);
+            chunk = arith::XOrIOp::create(b, loc, chunk, swz);
+            SmallVector<Value> v{
+                w.sh(g.add(rowAddr, g.mul(chunk, g.idx(16))))};
+            for (int64_t i = 0; i < 4; ++i)
+              v.push_back(sel(odd, grps[1 - u][i], grps[u][i]));
+            w.ptx("st.shared.v4.b32 [$0], {$1, $2, $3, $4};", v);
+          }
+        }
+      }
+      w.fenceAsyncShared();
+      w.mbarArrive(w.mbar(kEpiFull));
     };
     // GQA: the f32 partials of this query head, in 8-byte pairs.
     auto accumEpilogue = [&] {
@@ -935,7 +1005,10 @@ void WgmmaMain::emitMma() {
     {
       OpBuilder::InsertionGuard eg(b);
       b.setInsertionPointToStart(&ifDirect.getThenRegion().front());
-      directEpilogue();
+      if (config.dkdvBulk)
+        bulkEpilogue();
+      else
+        directEpilogue();
       b.setInsertionPointToStart(&ifDirect.getElseRegion().front());
       accumEpilogue();
     }

@@ -27,7 +27,7 @@ void WgmmaMain::emitProducer() {
     // The runtime rewrites the maps at the same workspace address before
     // every call: make this call's bytes the ones the TMA unit reads (the
     // loads' maps; the dQ reduce-adds use none).
-    for (int i = 0; i < kTensorMapCount; ++i)
+    for (int i = 0; i < kTensorMapCount; ++i) // (dkdv-bulk: 7, 8 are stores)
       if (i != kTensorMapDqAcc)
         NVVM::FenceProxyAcquireOp::create(b, loc, NVVM::MemScopeKind::GPU,
                                           w.tensorMap(i), w.c32(128));
