@@ -11,7 +11,8 @@
 // dS^T barrier (kBarDsStep), which this warp passes only once the stores
 // have read it; an empty walk's epilogue, which stages into it directly,
 // waits for EPI_EMPTY. So the MMA warps never wait for the stores in a
-// step (a wait there cost every step ~7%, bench/NOTES.md section 33).
+// step (a wait there measured -1.9..-3.4% non-deterministic at d = 64
+// causal, bench/NOTES.md section 33).
 //
 //===----------------------------------------------------------------------===//
 
