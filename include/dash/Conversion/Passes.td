@@ -134,8 +134,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "where warp 11 stores them by TMA (two more tensor maps, dk and "
            "dv) once the next item's K/V have landed, so the MMA warps start "
            "the next walk meanwhile; 0 writes them from registers; -1: the "
-           "default (1 for non-deterministic kernels where it fits, else 0: "
-           "bench/NOTES.md section 33)">,
+           "default (1 where it fits for non-deterministic kernels and "
+           "deterministic full-mask ones, else 0: bench/NOTES.md section 33)">,
     Option<"dsStmatrix", "ds-stmatrix", "int64_t", /*default=*/"-1",
            "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "

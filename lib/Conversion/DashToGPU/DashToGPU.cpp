@@ -178,12 +178,15 @@ struct ConvertDashToGPUPass
     // buffer (128 x bm bf16) exactly when bm = 2 D: D = 64 on 128-row Q
     // tiles. kv-via-ds loads the next K/V into the other buffer meanwhile.
     bool bulkFits = dsBufferIs32K && !kvViaDsOn;
-    // Default: on for non-deterministic kernels where it fits: the walk
+    // Default: on where it fits for non-deterministic kernels (the walk
     // boundary 3.1k -> 1.7k cycles, +0.8..+1.6% in all six d = 64 cells of
-    // two A/Bs; deterministic -0.3..-0.0% causal, +1.3 / +1.6 / -1.9% full
-    // at s = 4096 / 8192 / 16384: off (bench/NOTES.md section 33).
-    bool bulkDkdv = dkdvBulk == 1 ||
-                    (dkdvBulk == -1 && bulkFits && !op.getDeterministic());
+    // two A/Bs) and deterministic full-mask ones (+1.3..+1.7% at s = 1024 ..
+    // 8192, -1.9% at 16384); off for deterministic causal ones (-0.3..-0.0%)
+    // (bench/NOTES.md section 33).
+    bool bulkDkdv =
+        dkdvBulk == 1 ||
+        (dkdvBulk == -1 && bulkFits &&
+         (!op.getDeterministic() || op.getMask() == Mask::Full));
     if (bulkDkdv && !bulkFits)
       return op.emitOpError()
              << "dkdv-bulk=1 needs mma=wgmma with loads=tma, D = 64 on "
