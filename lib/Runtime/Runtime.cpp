@@ -21,6 +21,7 @@
 #include "dash/Schedule/Simulate.h"
 
 #include <algorithm>
+#include <iterator>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -333,6 +334,9 @@ WsKernel wsKernel(const Manifest &m) {
 /// loads) and, for "dkdv_bulk" kernels, dk and dv (stores), 128 bytes each,
 /// in i64 words.
 constexpr int64_t kTensorMaps = 7, kTensorMapsDkdvBulk = 9;
+int64_t tensorMapCount(bool dkdvBulk) {
+  return dkdvBulk ? kTensorMapsDkdvBulk : kTensorMaps;
+}
 constexpr int64_t kTensorMapWords = sizeof(CUtensorMap) / sizeof(int64_t);
 static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
 
@@ -371,9 +375,7 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
   };
   if (k.tensorMaps)
     bufs.push_back({Role::TensorMaps,
-                    {(k.dkdvMaps ? kTensorMapsDkdvBulk : kTensorMaps) *
-                         kTensorMapWords,
-                     0, 0, 0},
+                    {tensorMapCount(k.dkdvMaps) * kTensorMapWords, 0, 0, 0},
                     1, 0, 8});
   int64_t off = 0;
   for (const Buf &b : bufs) {
@@ -1396,8 +1398,7 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
     CUtensorMap maps[kTensorMapsDkdvBulk];
     if (dash_status st = encodeTensorMaps(rt, m, args, ws, wsBase, maps))
       return st;
-    const size_t bytes =
-        (m.dkdvBulk ? kTensorMapsDkdvBulk : kTensorMaps) * sizeof(CUtensorMap);
+    const size_t bytes = tensorMapCount(m.dkdvBulk) * sizeof(CUtensorMap);
     const void *src = maps;
     if (capturing) {
       void *slot = nullptr;
@@ -1461,7 +1462,8 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
                                                 "EPI_FULL", "EPI_EMPTY"};
         const int64_t which = -1 - w[5];
         wait = std::string("mbarrier ") +
-               (which < 10 ? kBarriers[which] : "#" + str(which)) +
+               (which < int64_t(std::size(kBarriers)) ? kBarriers[which]
+                                                      : "#" + str(which)) +
                " (phase parity " + str(w[6]) + ") at b=" + str(w[2]) +
                ", h=" + str(w[3]) + ", hand-off " + str(w[4]) + " for " +
                str(w[7]) + " polls: a load or a release never arrived";

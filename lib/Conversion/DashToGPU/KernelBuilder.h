@@ -563,8 +563,8 @@ struct WgmmaConfig {
   /// tiles by a shared-to-shared bulk copy (kv-via-ds=1).
   bool kvViaDs = false;
   /// TMA kernels, D = 64 on 128-row Q tiles: the direct dK/dV epilogue
-  /// stages bf16 rows in the last step's dS^T buffer and writes them by
-  /// 1-D bulk copies (dkdv-bulk=1).
+  /// stages bf16 rows in the last step's dS^T buffer, from where warp 11
+  /// stores them by TMA (dkdv-bulk=1).
   bool dkdvBulk = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per

@@ -212,6 +212,11 @@ Value WgmmaMain::kvHead(Value h) { return g.div(h, g.div(H, Hkv)); }
 
 Value WgmmaMain::kvRow0(Value kv) { return g.mul(kv, g.idx(kBn)); }
 
+Value WgmmaMain::lastStepDsT(Value first, Value len) {
+  Value buf = g.rem(g.add(first, g.add(len, g.idx(1))), g.idx(2));
+  return g.add(at(L.dsT(0)), g.mul(buf, g.idx(L.dsBytes())));
+}
+
 void WgmmaMain::build() {
   // TMA kernels: thread 0 initialises the mbarriers before any role runs.
   // FULL_Q and FULL_KV: the producer's expect-tx arrival; EMPTY_Q and

@@ -43,6 +43,10 @@ struct WgmmaMain {
   /// row of KV tile kv.
   Value kvHead(Value h);
   Value kvRow0(Value kv);
+  /// dkdv-bulk: the dS^T buffer of the walk's last step (the unit's step
+  /// first + len - 1; two buffers alternate), where the item's dK/dV rows
+  /// are staged.
+  Value lastStepDsT(Value first, Value len);
   /// Shared address (index) of byte `off` of the window.
   Value at(int64_t off);
   /// trace-timeline kernels: stores i64 `v` as word `word` (TraceWord) of

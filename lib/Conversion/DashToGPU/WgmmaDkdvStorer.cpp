@@ -56,9 +56,7 @@ void WgmmaMain::emitDkdvStorer() {
         w.mbarWait(w.mbar(kFullKV), g.rem(next, g.idx(2)), g.idx(kFullKV),
                    {unit, it.bb, it.h, first});
       });
-      // The last step's dS^T buffer (the MMA side's dsTile).
-      Value lastBuf = g.rem(g.add(first, g.add(it.len, g.idx(1))), g.idx(2));
-      Value stage = g.add(at(L.dsT(0)), g.mul(lastBuf, g.idx(L.dsBytes())));
+      Value stage = lastStepDsT(first, it.len);
       for (auto [map, off] : {std::pair{kTensorMapDk, int64_t(0)},
                               std::pair{kTensorMapDv, kDkdvTileBytes}})
         w.tmaStore(w.tensorMap(map), g.add(stage, g.idx(off)),

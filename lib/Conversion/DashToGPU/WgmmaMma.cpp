@@ -178,13 +178,6 @@ void WgmmaMain::emitMma() {
       w.mbarWait(w.mbar(kFullQ, sb), g.rem(g.div(n, g.idx(2)), g.idx(2)),
                  g.add(g.idx(kFullQ), sb), {unit, it.bb, it.h, n});
     };
-    // dkdv-bulk: the previous item's dK/dV stores have read its dS^T
-    // buffer (EPI_EMPTY phase it.index - 1; before the unit's first item
-    // the wait on the phase "before" phase 0 passes).
-    auto waitEpiEmpty = [&] {
-      w.mbarWait(w.mbar(kEpiEmpty), g.rem(g.add(it.index, g.idx(1)), g.idx(2)),
-                 g.idx(kEpiEmpty), {unit, it.bb, it.h, first});
-    };
     Value zD = w.zeroAcc(D);
     SmallVector<Value> walkInit{zD, zD};
     // early-st: the walk's first S^T goes out here, once its stage is in;
@@ -946,11 +939,13 @@ void WgmmaMain::emitMma() {
     // dS^T barrier the storer joins only once its stores have read the
     // buffer, or an empty walk's epilogue, which waits for EPI_EMPTY.
     auto bulkEpilogue = [&] {
-      Value lastBuf = g.rem(g.add(first, g.add(it.len, g.idx(1))), g.idx(2));
-      Value stage = dsTile(lastBuf);
+      Value stage = lastStepDsT(first, it.len);
       // Both warpgroups' last dQ have read that buffer; an empty walk's
-      // epilogue follows the previous item's copies out of it.
-      waitEpiEmpty();
+      // epilogue follows the previous item's stores out of it (EPI_EMPTY
+      // phase it.index - 1; before the unit's first item the wait on the
+      // phase "before" phase 0 passes).
+      w.mbarWait(w.mbar(kEpiEmpty), g.rem(g.add(it.index, g.idx(1)), g.idx(2)),
+                 g.idx(kEpiEmpty), {unit, it.bb, it.h, first});
       w.barSync(kBarMma, kMmaThreads);
       Quad q = quadOf();
       // Rows r and r + 1 of a quarter warp would share 16 banks: odd rows
