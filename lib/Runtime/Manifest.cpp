@@ -251,6 +251,15 @@ std::string parseManifest(const std::string &text, const std::string &path,
              "dk/dv itself (\"dkdv_direct\")";
   }
 
+  if (const json::Value *stats = root.get("stats_in_main")) {
+    if (!stats->isBool())
+      return "field \"stats_in_main\" must be true or false";
+    m.statsInMain = stats->boolean;
+    if (m.statsInMain && !m.usesTensorMaps())
+      return "field \"stats_in_main\": true needs a TMA kernel (its producer "
+             "waits for a head's statistics before their tensor-map loads)";
+  }
+
   if (const json::Value *inMain = root.get("dq_in_main")) {
     if (!inMain->isBool())
       return "field \"dq_in_main\" must be true or false";

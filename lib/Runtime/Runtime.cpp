@@ -324,10 +324,12 @@ struct WsKernel {
                            // whole Q tiles
   bool dqTicket = false;   // dq_in_main: an i32 ticket after the semaphores
   bool dkdvMaps = false;   // dkdv_bulk: room for the dk and dv maps too
+  bool statsInMain = false; // stats_in_main: a ticket and B * H_q row counts
+                            // after the dQ ticket
 };
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps(),
-          m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain, m.dkdvBulk};
+          m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain, m.dkdvBulk, m.statsInMain};
 }
 
 /// The seven maps (q, k, v, dO loads; dq_accum reduce-adds; lse_log2, dPsum
@@ -339,6 +341,15 @@ int64_t tensorMapCount(bool dkdvBulk) {
 }
 constexpr int64_t kTensorMapWords = sizeof(CUtensorMap) / sizeof(int64_t);
 static_assert(sizeof(CUtensorMap) == 128, "CUtensorMap is 128 bytes");
+
+/// Words after the B * H_q * M semaphores: the dQ ticket (dq_in_main), then
+/// (stats_in_main) the statistics ticket and each query head's count of
+/// finished rows, at fixed places (word 0 unused without dq_in_main).
+int64_t semaphoreSlack(const Shape &s, const WsKernel &k) {
+  if (k.statsInMain)
+    return 2 + s.B * s.Hq;
+  return k.dqTicket ? 1 : 0;
+}
 
 // Buffers per query head (GQA reduces dk/dv over the group in postprocess).
 // Each buffer gets one extra tile of slack so a full-tile access at a ragged
@@ -371,7 +382,7 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
       {Role::DVAccum, {s.B, s.Hq, kvRows, s.D}, 4, kvSlack, 4},
       {Role::DPSum, {s.B, s.Hq, statRows, 0}, 3, k.blockM, 4},
       {Role::LseLog2, {s.B, s.Hq, statRows, 0}, 3, k.blockM, 4},
-      {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, k.dqTicket ? 1 : 0, 4},
+      {Role::Semaphores, {s.B, s.Hq, M, 0}, 3, semaphoreSlack(s, k), 4},
   };
   if (k.tensorMaps)
     bufs.push_back({Role::TensorMaps,

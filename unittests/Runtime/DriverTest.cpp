@@ -609,6 +609,26 @@ TEST_F(MockDriverTensorMaps, DqInMainSkipsThePostprocessWithoutGqa) {
   }
 }
 
+// stats_in_main kernels count finished statistics rows per query head: the
+// semaphore buffer ends in the dQ ticket, the statistics ticket and B * H_q
+// counts (with or without dq_in_main, at the same places).
+TEST_F(MockDriverTensorMaps, StatsInMainAddsATicketAndACountPerHead) {
+  const int64_t B = 2, S = 2048, H = 4, D = 128, M = S / 64;
+  for (const char *extra : {"\"stats_in_main\": true,",
+                            "\"dq_in_main\": true, \"stats_in_main\": true,"}) {
+    SCOPED_TRACE(extra);
+    load("tiles", std::string("\"dkdv_direct\": true, ") + extra);
+    dash_bwd_args a = makeArgs(B, S, S, H, H, D);
+    ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
+        << dash_runtime_last_error(rt);
+    const std::vector<uint64_t> &P = mock.launches()->back().params;
+    const size_t sem = 64 + 3 * 11 + 3 * 11 + 2 * 9;
+    // B * H * M * 4 = 1024 B and 256-B alignment: the 2 + B * H words are
+    // what puts the maps another 256 B further.
+    EXPECT_GE(P[kSlots] - P[sem], uint64_t((B * H * M + 2 + B * H) * 4));
+  }
+}
+
 TEST_F(MockDriverTest, RequestedGridSizeAndItsLimit) {
   mock.reset(132, 2, kSlots);
   dash_bwd_args a = makeArgs();

@@ -81,6 +81,10 @@ struct Manifest {
   /// TMA kernels, from a ticket word after the semaphores), so the
   /// postprocess only runs for GQA's dk/dv.
   bool dqInMain = false;
+  /// Optional "stats_in_main": the main kernel computes dPsum and lse_log2
+  /// itself (the preprocess only zeroes); the semaphore buffer then ends in
+  /// a statistics ticket and a row count per query head (docs/Runtime.md).
+  bool statsInMain = false;
   /// TMA kernels: the view of dq_accum their reduce-adds expect. Optional
   /// "dq_accum_map": "tiles" (each Q tile's block_m rows hold the tile in
   /// the kernel's staging order, added by 1-D bulk reduce-adds: rows padded

@@ -343,6 +343,17 @@ struct ConvertDashToGPUPass
                               << " needs mma=wgmma with loads=tma (the "
                                  "producer's and the MMA warps' item "
                                  "boundaries)";
+    if (failed(checkOption("stats-in-main", statsInMain, -1, 1, "0 or 1")))
+      return failure();
+    // Warp 11 computes the statistics after the first round's: it must be
+    // free (dkdv-bulk's storer is warp 11), and O must hold O (the trace
+    // kernels write their timeline over it).
+    if (statsInMain == 1 && !(tmaWgmma && !bulkDkdv && traceTimeline == 0))
+      return op.emitOpError()
+             << "stats-in-main=1 needs mma=wgmma with loads=tma, without "
+                "dkdv-bulk (whose storer is warp 11, the statistics' "
+                "streamer) or trace-timeline (which writes over O)";
+    bool statsMain = statsInMain == 1;
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
@@ -395,7 +406,8 @@ struct ConvertDashToGPUPass
                             traceTimeline != 0, qFirst, dsStm, dvEarly,
                             traceTimeline == 2, stEarly, chunks,
                             ablateExp2 == 1, dqMain,  noRankWait,
-                            dsWait,  kvAhead, kvViaDsOn, bulkDkdv};
+                            dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
+                            statsMain};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -450,6 +462,7 @@ struct ConvertDashToGPUPass
         config.append("kv_prefetch_ahead", b.getI64IntegerAttr(kvAhead));
         config.append("kv_via_ds", b.getBoolAttr(kvViaDsOn));
         config.append("dkdv_bulk", b.getBoolAttr(bulkDkdv));
+        config.append("stats_in_main", b.getBoolAttr(statsMain));
       }
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));
@@ -492,6 +505,7 @@ struct ConvertDashToGPUPass
           op.getEffectiveAlign() == CausalAlign::BottomRight;
       dqInit.dqTicket = dqMain;
     }
+    dqInit.statsInMain = statsMain;
     buildPreprocess(b, loc, argTypes, D, nthreads, dqLayout, dqInit);
     if (useWgmma)
       buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, wgmmaConfig);

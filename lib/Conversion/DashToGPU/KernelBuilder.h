@@ -441,21 +441,36 @@ struct DqAccumInit {
   /// dq-in-main kernels: the preprocess also zeroes the dQ tile ticket, the
   /// word after the semaphores (dqTicketPtr).
   bool dqTicket = false;
+  /// stats-in-main kernels: the preprocess computes no statistics; it
+  /// zeroes the statistics ticket and the per-head row counts instead.
+  bool statsInMain = false;
 };
 
-/// The dQ tile ticket of dq-in-main kernels: the i32 right after the B * H *
-/// M semaphores (the runtime gives the semaphore buffer one word of slack).
-inline Value dqTicketPtr(Kernel &k) {
+/// Word `word` (index) after the B * H * M semaphores (the runtime's slack,
+/// docs/Runtime.md): 0 the dQ tile ticket of dq-in-main kernels; in
+/// stats-in-main kernels 1 the statistics ticket and 2 + (b H + h) head (b,
+/// h)'s count of rows with their statistics written.
+inline Value semTailPtr(Kernel &k, Value word) {
   LoopGen &g = k.g;
   Value n = g.mul(g.mul(k.dim(kSem, 0), k.dim(kSem, 1)), k.dim(kSem, 2));
   Value base =
       memref::ExtractAlignedPointerAsIndexOp::create(k.b, k.loc, k.arg(kSem));
-  Value at = g.add(base, g.mul(n, g.idx(4)));
+  Value at = g.add(base, g.mul(g.add(n, word), g.idx(4)));
   return LLVM::IntToPtrOp::create(
       k.b, k.loc, LLVM::LLVMPointerType::get(k.b.getContext()),
       arith::IndexCastOp::create(k.b, k.loc, k.b.getI64Type(), at)
           .getResult());
 }
+inline Value dqTicketPtr(Kernel &k) { return semTailPtr(k, k.g.idx(0)); }
+constexpr int64_t kSemStatsTicket = 1, kSemStatsReady0 = 2;
+
+/// One query row's statistics from a lane's 8 elements of dO and O (raw
+/// vectors, `lanes` lanes a row) and the row's lse: dPsum, the order-fixed
+/// sum of the products over the row's lanes (every lane holds it), and
+/// lse_log2 (0 for a fully masked row, lse = -inf). The preprocess's and
+/// stats-in-main's rows (bitwise the same either way).
+std::pair<Value, Value> rowStatistics(Kernel &k, Value dO8, Value o8,
+                                      Value lse, int64_t lanes);
 
 /// The elementwise kernels around the main one (PrePost.cpp): dPsum,
 /// lse_log2 and zeroed workspace; dQ (and, from the workspace, dK/dV) in
@@ -566,6 +581,10 @@ struct WgmmaConfig {
   /// stages bf16 rows in the last step's dS^T buffer, from where warp 11
   /// stores them by TMA (dkdv-bulk=1).
   bool dkdvBulk = false;
+  /// TMA kernels: dPsum and lse_log2 computed by the main kernel, the first
+  /// round's heads by every thread before the roles split, the rest by warp
+  /// 11 (stats-in-main=1; WgmmaStats.cpp).
+  bool statsInMain = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

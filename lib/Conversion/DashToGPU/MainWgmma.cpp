@@ -249,6 +249,10 @@ void WgmmaMain::build() {
     });
     k.barrier();
   }
+  if (config.statsInMain) {
+    setUpStats();
+    emitStatsFirstRound();
+  }
 
   // The warpgroup index, broadcast from lane 0: ptxas then knows the role
   // branches are warp-uniform (else it serialises the wgmmas, C7520).

@@ -74,6 +74,18 @@ struct WgmmaMain {
   /// (WgmmaDkdvStorer.cpp).
   void emitDkdvStorer();
   void emitMma();
+  /// stats-in-main (WgmmaStats.cpp): the chunk counts (before any role),
+  /// the first round's rows by every thread, the rest by warp 11, and the
+  /// producer's wait for a head's rows before its statistics loads.
+  void setUpStats();
+  void emitStatsFirstRound();
+  void emitStatsStreamer();
+  void waitForStats(Value bb, Value h);
+  /// Rows of chunk `chunk` ((b H + h) * chunks per head + c) by the
+  /// calling warp, `unroll` groups of rows in flight, then released.
+  void statsChunk(Value chunk, int64_t unroll);
+  /// Head (b H + h)'s count of rows with their statistics written.
+  Value statsReadyPtr(Value bh);
   /// dq-in-main: after the walk, the MMA threads (`t` in [0, 256)) convert
   /// finished dQ tiles drawn from the ticket (WgmmaDqConvert.cpp).
   void emitDqConvert(Value t);
@@ -125,6 +137,9 @@ struct WgmmaMain {
   Value Sq, H, Sk, Hkv;
   Value off; // the causal diagonal's offset: S_k - S_q bottom-right, else 0
   Value scaleLog2, unit;
+  /// stats-in-main: chunks per head, in all, and in the heads computed
+  /// before the roles split (setUpStats).
+  Value statsChunksPerHead, statsChunks, statsFirstChunks;
   RegionMapping map;
   /// The thread id; the MMA walk rebinds it to an opaque copy per step.
   Value tid;

@@ -102,15 +102,6 @@ struct RowAccess {
     return arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(t, b.getF32FloatAttr(0.0f)));
   }
-  /// The sum over the row's lanes, in every one of them (an order-fixed
-  /// butterfly within the row's aligned group of lanes).
-  Value rowSum(Value x) {
-    for (int32_t off = lanes / 2; off >= 1; off /= 2)
-      x = k.g.add(x, gpu::ShuffleOp::create(b, loc, x, off, 32,
-                                            gpu::ShuffleMode::XOR)
-                         .getShuffleResult());
-    return x;
-  }
 };
 
 /// The rows of the row-major space [d0, d1, d2], row.lanes lanes each, so
@@ -306,6 +297,35 @@ static SmallVector<Value> dqAccumIndex(Kernel &k, const DqAccumLayout &l,
   return {bb, h, k.g.add(q0, shrBy(k, f, l.d)), lowBits(k, f, l.d)};
 }
 
+std::pair<Value, Value> mlir::dash::detail::rowStatistics(Kernel &k, Value dO8,
+                                                          Value o8, Value lse,
+                                                          int64_t lanes) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  LoopGen &g = k.g;
+  auto widen = [&](Value v) {
+    auto t = cast<VectorType>(v.getType());
+    return arith::ExtFOp::create(
+        b, loc, VectorType::get(t.getShape(), b.getF32Type()), v);
+  };
+  Value prod = arith::MulFOp::create(b, loc, widen(dO8), widen(o8));
+  Value part = vector::ExtractOp::create(b, loc, prod, 0);
+  for (int64_t i = 1; i < RowAccess::V; ++i)
+    part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
+  // An order-fixed butterfly within the row's aligned group of lanes: every
+  // lane adds the same pairs, commuted.
+  for (int32_t off = lanes / 2; off >= 1; off /= 2)
+    part = g.add(part, gpu::ShuffleOp::create(b, loc, part, off, 32,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+  Value isInf =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse,
+                            g.f32(-std::numeric_limits<double>::infinity()));
+  Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
+                                     g.mul(lse, g.f32(kLog2e)));
+  return {part, l2};
+}
+
 void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                                          ArrayRef<Type> argTypes, int64_t D,
                                          int64_t threads,
@@ -325,6 +345,41 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
     auto stat = [&](Arg a, ValueRange bhs) { // [B, H, S] rows: s is dim 2
       return k.elementPtr(k.arg(a), bhs, 2, /*global*/ 1);
     };
+    // dQ's rows without a visible key (where they are), or with
+    // rankZeroStores off every row below S_q (in the tiles layout row s of
+    // the buffer, not dQ's row s, but all of them are zeroed the same).
+    auto noKeyRow = [&](Value s) {
+      Value noKey =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, Sk, g.idx(0));
+      if (dqInit.causalBottomRight) // key j <= s + S_k - S_q
+        noKey = arith::OrIOp::create(b, loc, noKey, g.lt(g.add(s, Sk), Sq));
+      return noKey;
+    };
+    auto zeroDqRow = [&](Value bb, Value h, Value s, Value lane) {
+      Value col = row.col(lane);
+      if (!dqInit.rankZeroStores)
+        return row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
+      g.when(noKeyRow(s), [&] {
+        row.store(row.zeros(), k.arg(kDqAcc),
+                  dqAccumIndex(k, dqLayout, bb, h, s, col));
+      });
+    };
+    if (dqInit.statsInMain) {
+      // The main kernel computes the statistics; only the zeroing is left
+      // (with rankZeroStores none unless row 0 has no visible key).
+      auto zeroRows = [&] { warpRows(k, row, B, H, Sq, zeroDqRow); };
+      if (dqInit.rankZeroStores)
+        g.when(noKeyRow(g.idx(0)), zeroRows);
+      else
+        zeroRows();
+      // The statistics ticket and the per-head row counts.
+      k.gridLoop(g.add(g.mul(B, H), g.idx(kSemStatsReady0 - kSemStatsTicket)),
+                 [&](Value e) {
+                   LLVM::StoreOp::create(
+                       b, loc, arith::ConstantIntOp::create(b, loc, 0, 32),
+                       semTailPtr(k, g.add(e, g.idx(kSemStatsTicket))), 4);
+                 });
+    } else
     warpRows(
         k, row, B, H, Sq, kPreGroupsInFlight,
         [&](Value bb, Value h, Value s, Value lane) {
@@ -334,41 +389,15 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                                     row.loadScalar(stat(kLse, {bb, h, s}))};
         },
         [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
-          Value col = row.col(lane);
-          Value prod = arith::MulFOp::create(b, loc, row.widen(in[0]),
-                                             row.widen(in[1]));
-          Value part = vector::ExtractOp::create(b, loc, prod, 0);
-          for (int64_t i = 1; i < row.V; ++i)
-            part = g.add(part, vector::ExtractOp::create(b, loc, prod, i));
-          part = row.rowSum(part);
-          // Every lane of the row holds the same sum (the butterfly adds
-          // the same pairs, commuted) and the same lse: all of them store,
-          // so the statistics need no branch (one instruction either way;
-          // behind a lane-0 branch ptxas sank the lse load into it, after
-          // the butterfly, a memory latency per group).
+          // Every lane of the row holds the same sum and the same lse: all
+          // of them store, so the statistics need no branch (one
+          // instruction either way; behind a lane-0 branch ptxas sank the
+          // lse load into it, after the butterfly, a memory latency per
+          // group).
+          auto [part, l2] = rowStatistics(k, in[0], in[1], in[2], row.lanes);
           LLVM::StoreOp::create(b, loc, part, stat(kDPsum, {bb, h, s}), 4);
-          Value l = in[2];
-          Value isInf = arith::CmpFOp::create(
-              b, loc, arith::CmpFPredicate::OEQ, l,
-              g.f32(-std::numeric_limits<double>::infinity()));
-          Value l2 = arith::SelectOp::create(b, loc, isInf, g.f32(0.0),
-                                             g.mul(l, g.f32(kLog2e)));
           LLVM::StoreOp::create(b, loc, l2, stat(kLse2, {bb, h, s}), 4);
-          if (!dqInit.rankZeroStores) {
-            // Row s of the buffer (in the tiles layout not dQ's row s, but
-            // every row below S_q is zeroed all the same).
-            row.store(row.zeros(), k.arg(kDqAcc), {bb, h, s, col});
-            return;
-          }
-          // Only dQ's rows without a visible key, where they are.
-          Value noKey = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq, Sk, g.idx(0));
-          if (dqInit.causalBottomRight) // key j <= s + S_k - S_q
-            noKey = arith::OrIOp::create(b, loc, noKey, g.lt(g.add(s, Sk), Sq));
-          g.when(noKey, [&] {
-            row.store(row.zeros(), k.arg(kDqAcc),
-                      dqAccumIndex(k, dqLayout, bb, h, s, col));
-          });
+          zeroDqRow(bb, h, s, lane);
         });
     // The tiles layout pads dq_accum's rows to whole tiles: those past S_q
     // (none when block_m divides S_q) in a loop of their own (measured: a

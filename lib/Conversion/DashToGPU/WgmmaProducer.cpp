@@ -34,6 +34,9 @@ void WgmmaMain::emitProducer() {
     if (traced)
       trace(kTraceItems, k.numItems(op, map, unit));
     forItems([&](const Item &it, Value first) {
+      // stats-in-main: the head's dPsum / lse_log2 rows are all written.
+      if (config.statsInMain)
+        waitForStats(it.bb, it.h);
       // Step `step` of the item: its Q tile index (and rank) into stage
       // (first + step) % 2 once that is free, then its tiles by TMA.
       auto issueStep = [&](Value step) {

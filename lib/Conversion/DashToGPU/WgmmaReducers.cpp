@@ -38,9 +38,13 @@ void WgmmaMain::emitReducers() {
     b.setInsertionPointToStart(&reducerWarp.getElseRegion().front());
     g.when(g.lt(tid, g.idx(32 * (kProducerWarp + 1))),
            [&] { emitProducer(); });
-    if (config.dkdvBulk) // warp 11
-      g.when(g.lt(g.idx(32 * kStorerWarp - 1), tid),
-             [&] { emitDkdvStorer(); });
+    if (config.dkdvBulk || config.statsInMain) // warp 11
+      g.when(g.lt(g.idx(32 * kStorerWarp - 1), tid), [&] {
+        if (config.dkdvBulk)
+          emitDkdvStorer();
+        else
+          emitStatsStreamer();
+      });
   }
   b.setInsertionPointToStart(&reducerWarp.getThenRegion().front());
   Value rtid = g.sub(tid, g.idx(kMmaThreads));
