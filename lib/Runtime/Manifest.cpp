@@ -260,6 +260,12 @@ std::string parseManifest(const std::string &text, const std::string &path,
              "waits for a head's statistics before their tensor-map loads)";
   }
 
+  if (const json::Value *pdl = root.get("pdl")) {
+    if (!pdl->isBool())
+      return "field \"pdl\" must be true or false";
+    m.pdl = pdl->boolean;
+  }
+
   if (const json::Value *inMain = root.get("dq_in_main")) {
     if (!inMain->isBool())
       return "field \"dq_in_main\" must be true or false";

@@ -1121,15 +1121,38 @@ int64_t gridStride(int64_t work, int64_t threads, int numSMs) {
   return std::max<int64_t>(1, std::min<int64_t>(g, int64_t(4) * numSMs));
 }
 
+/// `programmatic`: a programmatic dependent launch (PDL) of a kernel that
+/// waits for the previous one itself (griddepcontrol.wait), so its CTAs may
+/// start while that one's last CTAs still run.
 dash_status launchOne(dash_runtime *rt, CUfunction f, const char *which,
                       const Manifest &m, int64_t grid, int64_t smem,
-                      CUstream stream, void **params) {
-  CUresult r = rt->drv.cuLaunchKernel(f, unsigned(grid), 1, 1,
-                                      unsigned(m.threads), 1, 1, unsigned(smem),
-                                      stream, params, nullptr);
+                      CUstream stream, void **params,
+                      bool programmatic = false) {
+  CUresult r;
+  if (programmatic) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = unsigned(grid);
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = unsigned(m.threads);
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = unsigned(smem);
+    config.hStream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    r = rt->drv.cuLaunchKernelEx(&config, f, params, nullptr);
+  } else {
+    r = rt->drv.cuLaunchKernel(f, unsigned(grid), 1, 1, unsigned(m.threads), 1,
+                               1, unsigned(smem), stream, params, nullptr);
+  }
   if (r != CUDA_SUCCESS)
     return fail(DASH_ERROR_DRIVER,
-                rt->drv.describe("cuLaunchKernel", r) + " (" + which + " of " +
+                rt->drv.describe(programmatic ? "cuLaunchKernelEx"
+                                              : "cuLaunchKernel",
+                                 r) +
+                    " (" + which + " of " +
                     m.name + ", grid " + str(grid) + ", block " +
                     str(m.threads) + ", smem " + str(smem) + ")");
   if (rt->debug) {
@@ -1450,7 +1473,7 @@ dash_status dash_attention_bwd(dash_runtime *rt, const dash_bwd_args *args,
                 m.preprocess.sharedBytes, stream, params);
   if (launched == DASH_SUCCESS)
     launched = launchOne(rt, ck.main, "main", m, plan.G, m.main.sharedBytes,
-                         stream, params);
+                         stream, params, /*programmatic=*/m.pdl);
   // dq_in_main kernels (dkdv_direct, the manifest checks) wrote dq; their
   // postprocess only sums GQA's dk/dv.
   const bool post = !(m.dqInMain && s.Hq == s.Hkv);

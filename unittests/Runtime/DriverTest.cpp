@@ -609,6 +609,26 @@ TEST_F(MockDriverTensorMaps, DqInMainSkipsThePostprocessWithoutGqa) {
   }
 }
 
+// "pdl" kernels: the main kernel (only it) is a programmatic dependent launch
+// of the preprocess; without the field every launch is a plain one.
+TEST_F(MockDriverTensorMaps, PdlLaunchesTheMainKernelProgrammatically) {
+  for (bool pdl : {false, true}) {
+    SCOPED_TRACE(pdl);
+    load("tiles", pdl ? "\"pdl\": true," : "");
+    const size_t before = mock.launches()->size();
+    dash_bwd_args a = makeArgs(2, 256, 256, 4, 2, 128);
+    ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, nullptr), DASH_SUCCESS)
+        << dash_runtime_last_error(rt);
+    const auto &L = *mock.launches();
+    ASSERT_EQ(L.size() - before, 3u);
+    EXPECT_EQ(L[before + 1].function, "dash_bwd_main");
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(L[before + i].programmatic, pdl && i == 1) << L[before + i].function;
+    // The same parameters either way.
+    EXPECT_EQ(L[before + 1].params, L[before].params);
+  }
+}
+
 // stats_in_main kernels count finished statistics rows per query head: the
 // semaphore buffer ends in the dQ ticket, the statistics ticket and B * H_q
 // counts (with or without dq_in_main, at the same places).

@@ -191,6 +191,8 @@ TEST(Manifest, MalformedFieldsAreNamed) {
       {replaced(withTensorMaps(good, "i64", 1), "\"threads\": 256",
                 "\"threads\": 256, \"dkdv_bulk\": true"),
        "\"dkdv_bulk\": true needs a TMA kernel"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"pdl\": \"yes\""),
+       "\"pdl\" must be true or false"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"stats_in_main\": 1"),
        "\"stats_in_main\" must be true or false"},
       // stats_in_main's producer waits before its tensor-map loads.

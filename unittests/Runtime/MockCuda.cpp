@@ -248,6 +248,19 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned, unsigned, unsigned 
   }
   return CUDA_SUCCESS;
 }
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
+                          void **extra) {
+  bool programmatic = false;
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      programmatic = c->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+  CUresult r = cuLaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                              c->blockDimY, c->blockDimZ, c->sharedMemBytes,
+                              c->hStream, params, extra);
+  if (r == CUDA_SUCCESS)
+    g_launches.back().programmatic = programmatic;
+  return r;
+}
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   if (refusedUnderCapture())
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;

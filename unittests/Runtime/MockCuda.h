@@ -18,6 +18,8 @@ struct MockLaunch {
   unsigned grid, block, smem;
   void *stream;
   std::vector<uint64_t> params;
+  /// cuLaunchKernelEx with programmatic stream serialization (PDL).
+  bool programmatic = false;
 };
 
 /// One cuTensorMapEncodeTiled call (rank <= 5, as the driver allows).

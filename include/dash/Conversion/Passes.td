@@ -136,16 +136,27 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "the next walk meanwhile; 0 writes them from registers; -1: the "
            "default (1 where it fits for non-deterministic kernels and "
            "deterministic full-mask ones, else 0: bench/NOTES.md section 33)">,
+    Option<"pdl", "pdl", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma: 1 makes the main kernel a programmatic "
+           "dependent of the preprocess (the manifest says \"pdl\": true and "
+           "the runtime launches it with programmatic stream "
+           "serialization): the preprocess lets it launch at once "
+           "(griddepcontrol.launch_dependents), and its threads wait for the "
+           "preprocess's results (griddepcontrol.wait) after the mbarriers' "
+           "set-up, the producer only after prefetching its first item's K/V "
+           "into L2; 0: a plain launch after the preprocess; -1: the default, "
+           "0">,
     Option<"statsInMain", "stats-in-main", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 makes the main kernel compute dPsum "
            "and lse_log2 itself: all its threads first compute the rows of "
-           "the heads the first round of items starts on, then warp 11 "
+           "the heads the first two rounds of items start on, then warp 11 "
            "computes the other heads' rows in head order (a ticket) while "
            "the MMA warps walk, and the producer waits for a head's count "
            "of finished rows before its first statistics load; the "
            "preprocess then only zeroes (not with dkdv-bulk, whose storer is "
            "warp 11, nor trace-timeline, which writes over O); 0: the "
-           "preprocess computes them; -1: the default, 0">,
+           "preprocess computes them; -1: the default, 0 (the main kernel "
+           "grew by what the preprocess took, bench/NOTES.md section 34)">,
     Option<"dsStmatrix", "ds-stmatrix", "int64_t", /*default=*/"-1",
            "mma=wgmma: 1 stores each step's dS^T tile with stmatrix (four "
            "8x8 bf16 matrices per instruction), 0 as 4-byte pairs; -1: the "

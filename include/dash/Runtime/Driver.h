@@ -59,6 +59,7 @@ namespace dash::rt {
   X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2")                 \
   X(cuMemFreeHost, "cuMemFreeHost")                                            \
   X(cuLaunchKernel, "cuLaunchKernel")                                          \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx")                                      \
   X(cuStreamCreate, "cuStreamCreate")                                          \
   X(cuStreamDestroy, "cuStreamDestroy_v2")                                     \
   X(cuStreamQuery, "cuStreamQuery")                                            \

@@ -85,6 +85,10 @@ struct Manifest {
   /// itself (the preprocess only zeroes); the semaphore buffer then ends in
   /// a statistics ticket and a row count per query head (docs/Runtime.md).
   bool statsInMain = false;
+  /// Optional "pdl": the main kernel is launched as a programmatic dependent
+  /// of the preprocess (it waits for it with griddepcontrol.wait, the
+  /// preprocess lets it launch early with griddepcontrol.launch_dependents).
+  bool pdl = false;
   /// TMA kernels: the view of dq_accum their reduce-adds expect. Optional
   /// "dq_accum_map": "tiles" (each Q tile's block_m rows hold the tile in
   /// the kernel's staging order, added by 1-D bulk reduce-adds: rows padded

@@ -354,6 +354,13 @@ struct ConvertDashToGPUPass
                 "dkdv-bulk (whose storer is warp 11, the statistics' "
                 "streamer) or trace-timeline (which writes over O)";
     bool statsMain = statsInMain == 1;
+    if (failed(checkOption("pdl", pdl, -1, 1, "0 or 1")))
+      return failure();
+    if (pdl == 1 && !tmaWgmma)
+      return op.emitOpError() << "pdl=1 needs mma=wgmma with loads=tma (the "
+                                 "main kernel's roles wait for the "
+                                 "preprocess)";
+    bool pdlOn = pdl == 1;
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
@@ -407,7 +414,7 @@ struct ConvertDashToGPUPass
                             traceTimeline == 2, stEarly, chunks,
                             ablateExp2 == 1, dqMain,  noRankWait,
                             dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
-                            statsMain};
+                            statsMain, pdlOn};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -463,6 +470,7 @@ struct ConvertDashToGPUPass
         config.append("kv_via_ds", b.getBoolAttr(kvViaDsOn));
         config.append("dkdv_bulk", b.getBoolAttr(bulkDkdv));
         config.append("stats_in_main", b.getBoolAttr(statsMain));
+        config.append("pdl", b.getBoolAttr(pdlOn));
       }
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));
@@ -506,6 +514,7 @@ struct ConvertDashToGPUPass
       dqInit.dqTicket = dqMain;
     }
     dqInit.statsInMain = statsMain;
+    dqInit.launchDependents = pdlOn;
     buildPreprocess(b, loc, argTypes, D, nthreads, dqLayout, dqInit);
     if (useWgmma)
       buildMainWgmma(b, loc, argTypes, op, D, debugSpinLimit, wgmmaConfig);

@@ -444,6 +444,8 @@ struct DqAccumInit {
   /// stats-in-main kernels: the preprocess computes no statistics; it
   /// zeroes the statistics ticket and the per-head row counts instead.
   bool statsInMain = false;
+  /// pdl kernels: the preprocess lets the main kernel launch at its start.
+  bool launchDependents = false;
 };
 
 /// Word `word` (index) after the B * H * M semaphores (the runtime's slack,
@@ -585,6 +587,9 @@ struct WgmmaConfig {
   /// round's heads by every thread before the roles split, the rest by warp
   /// 11 (stats-in-main=1; WgmmaStats.cpp).
   bool statsInMain = false;
+  /// The main kernel is a programmatic dependent launch (pdl=1): it waits
+  /// for the preprocess with griddepcontrol.wait.
+  bool pdl = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -249,6 +249,21 @@ void WgmmaMain::build() {
     });
     k.barrier();
   }
+  // pdl: nothing below may read what the preprocess writes (the
+  // statistics, zeroed semaphores and accumulators, the tickets) before
+  // it has completed. The producer waits after prefetching its first K/V
+  // (emitProducer), unless stats-in-main's rows come first.
+  if (config.pdl) {
+    auto wait = [&] {
+      NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+    };
+    if (config.statsInMain)
+      wait();
+    else
+      g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, tid,
+                                   g.idx(32 * kProducerWarp)),
+             wait);
+  }
   if (config.statsInMain) {
     setUpStats();
     emitStatsFirstRound();

@@ -333,6 +333,11 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                                          DqAccumInit dqInit) {
   auto body = [&](Kernel &k, RowAccess &row) {
     LoopGen &g = k.g;
+    // pdl: the main kernel may launch now; its CTAs start as this kernel's
+    // leave the SMs, and wait for all of them (griddepcontrol.wait).
+    if (dqInit.launchDependents)
+      NVVM::GriddepcontrolOp::create(
+          b, loc, NVVM::GridDepActionKind::launch_dependents);
     Value B = k.dim(kQ, 0), Sq = k.dim(kQ, 1), H = k.dim(kQ, 2),
           Sk = k.dim(kK, 1);
     // Rows (b, h, s) of the [B, H, S_q] statistics and of dq_accum. The

@@ -33,6 +33,17 @@ void WgmmaMain::emitProducer() {
                                           w.tensorMap(i), w.c32(128));
     if (traced)
       trace(kTraceItems, k.numItems(op, map, unit));
+    // pdl: the first item's K and V (inputs, not the preprocess's) head for
+    // L2 while the preprocess finishes; then the wait for its results.
+    if (config.pdl && !config.statsInMain) {
+      g.when(g.lt(g.idx(0), k.numItems(op, map, unit)), [&] {
+        Kernel::WorkItem first = k.workItem(op, map, unit, g.idx(0));
+        for (int tensor : {1, 2}) // K, V
+          w.tmaPrefetchTile(tensor, first.bb, kvRow0(first.kv),
+                            kvHead(first.h));
+      });
+      NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+    }
     forItems([&](const Item &it, Value first) {
       // stats-in-main: the head's dPsum / lse_log2 rows are all written.
       if (config.statsInMain)
