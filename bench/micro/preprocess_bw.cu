@@ -52,6 +52,17 @@ __device__ __forceinline__ float log2Lse(float l) {
   return l == -INFINITY ? 0.f : l * kLog2e;
 }
 
+// A row-kernel thread's place: LPR lanes a row (rl: its lane in the row,
+// sub: its row of the warp's group), global warp index and count at 12
+// warps a CTA, and the number of R-row groups in `total` rows.
+template <int LPR> struct RowLanes {
+  int rl, sub, warp, W, groups;
+  __device__ RowLanes(int total, int R)
+      : rl(threadIdx.x % 32 % LPR), sub(threadIdx.x % 32 / LPR),
+        warp(blockIdx.x * 12 + threadIdx.x / 32), W(gridDim.x * 12),
+        groups((total + R - 1) / R) {}
+};
+
 // Rows r = (b * H + h) * S + s of the [B, H, S] statistics; O, dO are BSHD.
 template <int D>
 __global__ __launch_bounds__(384, 2) void lanes(const __nv_bfloat16 *dO,
@@ -60,9 +71,8 @@ __global__ __launch_bounds__(384, 2) void lanes(const __nv_bfloat16 *dO,
                                                 float *lse2, int logS, int logH,
                                                 int total) {
   constexpr int LPR = D / 8, R = 32 / LPR;
-  const int lane = threadIdx.x % 32, rl = lane % LPR, sub = lane / LPR;
-  const int warp = blockIdx.x * 12 + threadIdx.x / 32, W = gridDim.x * 12;
-  const int groups = (total + R - 1) / R;
+  const RowLanes<LPR> L(total, R);
+  const int rl = L.rl, sub = L.sub, warp = L.warp, W = L.W, groups = L.groups;
   auto at = [&](int r) {
     int s = r & ((1 << logS) - 1), h = (r >> logS) & ((1 << logH) - 1),
         b = r >> (logS + logH);
@@ -100,9 +110,8 @@ __global__ __launch_bounds__(384, 2) void tok(const __nv_bfloat16 *dO,
                                               float *lse2, int logS, int logH,
                                               int total) {
   constexpr int LPR = D / 8, R = 32 / LPR;
-  const int lane = threadIdx.x % 32, rl = lane % LPR, sub = lane / LPR;
-  const int warp = blockIdx.x * 12 + threadIdx.x / 32, W = gridDim.x * 12;
-  const int groups = (total + R - 1) / R;
+  const RowLanes<LPR> L(total, R);
+  const int rl = L.rl, sub = L.sub, warp = L.warp, W = L.W, groups = L.groups;
   auto stat = [&](int m) {
     int h = m & ((1 << logH) - 1), s = (m >> logH) & ((1 << logS) - 1),
         b = m >> (logS + logH);

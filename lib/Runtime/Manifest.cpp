@@ -236,44 +236,36 @@ std::string parseManifest(const std::string &text, const std::string &path,
     return "params: \"tensor_maps\" needs a head dim that is a multiple of 64, "
            "got " + std::to_string(m.headDim);
 
-  if (const json::Value *direct = root.get("dkdv_direct")) {
-    if (!direct->isBool())
-      return "field \"dkdv_direct\" must be true or false";
-    m.dkdvDirect = direct->boolean;
-  }
-
-  if (const json::Value *bulk = root.get("dkdv_bulk")) {
-    if (!bulk->isBool())
-      return "field \"dkdv_bulk\" must be true or false";
-    m.dkdvBulk = bulk->boolean;
-    if (m.dkdvBulk && !(m.usesTensorMaps() && m.dkdvDirect))
-      return "field \"dkdv_bulk\": true needs a TMA kernel that writes "
-             "dk/dv itself (\"dkdv_direct\")";
-  }
-
-  if (const json::Value *stats = root.get("stats_in_main")) {
-    if (!stats->isBool())
-      return "field \"stats_in_main\" must be true or false";
-    m.statsInMain = stats->boolean;
-    if (m.statsInMain && !m.usesTensorMaps())
-      return "field \"stats_in_main\": true needs a TMA kernel (its producer "
-             "waits for a head's statistics before their tensor-map loads)";
-  }
-
-  if (const json::Value *pdl = root.get("pdl")) {
-    if (!pdl->isBool())
-      return "field \"pdl\" must be true or false";
-    m.pdl = pdl->boolean;
-  }
-
-  if (const json::Value *inMain = root.get("dq_in_main")) {
-    if (!inMain->isBool())
-      return "field \"dq_in_main\" must be true or false";
-    m.dqInMain = inMain->boolean;
-    if (m.dqInMain && !(m.deterministic && m.usesTensorMaps() && m.dkdvDirect))
-      return "field \"dq_in_main\": true needs a deterministic TMA kernel "
-             "that writes dk/dv itself (\"dkdv_direct\")";
-  }
+  // The optional flags: absent is false, anything but a boolean an error.
+  const std::pair<const char *, bool *> flags[] = {
+      {"dkdv_direct", &m.dkdvDirect},   {"dkdv_bulk", &m.dkdvBulk},
+      {"stats_in_main", &m.statsInMain}, {"pdl", &m.pdl},
+      {"dq_in_main", &m.dqInMain}};
+  for (auto [name, value] : flags)
+    if (const json::Value *v = root.get(name)) {
+      if (!v->isBool())
+        return std::string("field \"") + name + "\" must be true or false";
+      *value = v->boolean;
+    }
+  // What a set flag's kernel relies on.
+  const struct {
+    const char *name;
+    bool set, allowed;
+    const char *needs;
+  } needs[] = {
+      {"dkdv_bulk", m.dkdvBulk, m.usesTensorMaps() && m.dkdvDirect,
+       "a TMA kernel that writes dk/dv itself (\"dkdv_direct\")"},
+      {"stats_in_main", m.statsInMain, m.usesTensorMaps(),
+       "a TMA kernel (its producer waits for a head's statistics before "
+       "their tensor-map loads)"},
+      {"dq_in_main", m.dqInMain,
+       m.deterministic && m.usesTensorMaps() && m.dkdvDirect,
+       "a deterministic TMA kernel that writes dk/dv itself "
+       "(\"dkdv_direct\")"},
+  };
+  for (const auto &f : needs)
+    if (f.set && !f.allowed)
+      return std::string("field \"") + f.name + "\": true needs " + f.needs;
 
   if (const json::Value *map = root.get("dq_accum_map")) {
     if (!map->isString() || (map->string != "tiles" && map->string != "panels8" &&
