@@ -52,6 +52,17 @@ struct IndexMath {
     Value r = b.createOrFold<arith::RemSIOp>(loc, x, y);
     return b.createOrFold<arith::RemSIOp>(loc, add(r, y), y);
   }
+  /// x mod y for x >= 0, y > 0: one unsigned remainder. The producer
+  /// evaluates visit and rank every step on its few registers, where each
+  /// division is ~18 instructions that the MMA warps beside it lose issue
+  /// slots to (bench/NOTES.md section 35).
+  Value modNonNeg(Value x, Value y) {
+    return b.createOrFold<arith::RemUIOp>(loc, x, y);
+  }
+  /// x mod y for -y < x < y, y > 0: no division at all.
+  Value modNear(Value x, Value y) {
+    return select(lt(x, c(0)), add(x, y), x);
+  }
   Value min(Value x, Value y) { return b.createOrFold<arith::MinSIOp>(loc, x, y); }
   Value max(Value x, Value y) { return b.createOrFold<arith::MaxSIOp>(loc, x, y); }
   Value lt(Value x, Value y) {
@@ -122,7 +133,8 @@ public:
       return yield(x, {x.sub(lastQ, step)});
     case Policy::Shift: {
       Wave w = wave(x, z, kv, b, h, z.N);
-      return yield(x, {x.mod(x.add(x.sub(kv, w.F), step), z.M)});
+      // kv >= F (the wave's first item of the head), step >= 0.
+      return yield(x, {x.modNonNeg(x.add(x.sub(kv, w.F), step), z.M)});
     }
     case Policy::SymmetricShift: {
       Value s = x.c(shape.blockN / shape.blockM);
@@ -133,7 +145,7 @@ public:
       Value i = x.sub(pair, w.F);
       Value rs = x.mul(s, x.sub(x.add(w.F, w.R), x.c(1)));
       Value rect = x.sub(z.M, rs);
-      Value inRect = x.add(rs, x.mod(x.add(i, step), rect));
+      Value inRect = x.add(rs, x.modNonNeg(x.add(i, step), rect)); // i >= 0
       Value inTri = x.add(x.mul(s, pair), x.sub(step, rect));
       Value longQ = x.select(x.lt(step, rect), inRect, inTri);
       Value shortQ = x.sub(lastQ, step);
@@ -158,7 +170,8 @@ public:
       Wave w = wave(x, z, kv, b, h, z.N);
       Value a = x.sub(kv, w.F);
       Value off = x.sub(x.min(q, x.sub(w.R, x.c(1))), a);
-      return yield(x, {x.add(w.F, x.mod(off, w.R))});
+      // 0 <= a < R and 0 <= min(q, R - 1) < R: -R < off < R.
+      return yield(x, {x.add(w.F, x.modNear(off, w.R))});
     }
     case Policy::SymmetricShift: {
       Value s = x.c(shape.blockN / shape.blockM);
@@ -175,7 +188,8 @@ public:
       Value shortRank = x.add(e, x.add(w.R, x.sub(x.sub(w.R, x.c(1)), i)));
       Value rs = x.mul(s, x.sub(x.add(w.F, w.R), x.c(1)));
       Value rectOff = x.sub(x.min(x.sub(q, rs), x.sub(w.R, x.c(1))), i);
-      Value rectRank = x.add(e, x.mod(rectOff, w.R));
+      // Where it is taken (q >= rs): -R < rectOff < R.
+      Value rectRank = x.add(e, x.modNear(rectOff, w.R));
       Value triRank = x.add(e, x.sub(x.floorDiv(q, s), pair));
       Value longRank = x.select(x.lt(q, rs), triRank, rectRank);
       return yield(x, {x.select(isLong, longRank, shortRank)});

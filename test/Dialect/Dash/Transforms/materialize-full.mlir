@@ -33,8 +33,15 @@
 // SHIFT: remark: unit 2: (b0 h0 kv2) q2:r0 q3:r1 q4:r1 q5:r1 q0:r2 q1:r3
 // SHIFT: remark: unit 3: (b0 h0 kv3) q3:r0 q4:r0 q5:r0 q0:r1 q1:r2 q2:r3
 // SHIFT: remark: schedule 'shift' matches lib/Schedule on 24 tasks
-// SHIFT: rank {
-// SHIFT: arith.remsi
+// The wraps: visit's argument is never negative (one unsigned remainder),
+// rank's lies in (-R, R) (no division: + R where negative).
+// SHIFT: } visit {
+// SHIFT: arith.remui
+// SHIFT: } rank {
+// SHIFT-NOT: arith.rem
+// SHIFT: %[[NEG:.*]] = arith.cmpi slt, %[[OFF:.*]], %c0 : index
+// SHIFT: arith.select %[[NEG]], %{{.*}}, %[[OFF]] : index
+// SHIFT-NOT: arith.rem
 // SHIFT: dash.yield
 
 // SYM: error: 'dash.attention_bwd' op schedule 'symmetric_shift' is illegal here: symmetric-shift needs a causal mask (use shift for full)
