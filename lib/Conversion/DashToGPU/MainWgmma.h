@@ -43,6 +43,8 @@ struct WgmmaMain {
   /// row of KV tile kv.
   Value kvHead(Value h);
   Value kvRow0(Value kv);
+  /// The producer: KV tile rows from `row0` of K and V head `head` into L2.
+  void prefetchKV(Value bb, Value row0, Value head);
   /// dkdv-bulk: the dS^T buffer of the walk's last step (the unit's step
   /// first + len - 1; two buffers alternate), where the item's dK/dV rows
   /// are staged.

@@ -384,26 +384,27 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                        b, loc, arith::ConstantIntOp::create(b, loc, 0, 32),
                        semTailPtr(k, g.add(e, g.idx(kSemStatsTicket))), 4);
                  });
-    } else
-    warpRows(
-        k, row, B, H, Sq, kPreGroupsInFlight,
-        [&](Value bb, Value h, Value s, Value lane) {
-          Value col = row.col(lane);
-          return SmallVector<Value>{row.loadRaw(act(kDO, {bb, s, h, col})),
-                                    row.loadRaw(act(kO, {bb, s, h, col})),
-                                    row.loadScalar(stat(kLse, {bb, h, s}))};
-        },
-        [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
-          // Every lane of the row holds the same sum and the same lse: all
-          // of them store, so the statistics need no branch (one
-          // instruction either way; behind a lane-0 branch ptxas sank the
-          // lse load into it, after the butterfly, a memory latency per
-          // group).
-          auto [part, l2] = rowStatistics(k, in[0], in[1], in[2], row.lanes);
-          LLVM::StoreOp::create(b, loc, part, stat(kDPsum, {bb, h, s}), 4);
-          LLVM::StoreOp::create(b, loc, l2, stat(kLse2, {bb, h, s}), 4);
-          zeroDqRow(bb, h, s, lane);
-        });
+    } else {
+      warpRows(
+          k, row, B, H, Sq, kPreGroupsInFlight,
+          [&](Value bb, Value h, Value s, Value lane) {
+            Value col = row.col(lane);
+            return SmallVector<Value>{row.loadRaw(act(kDO, {bb, s, h, col})),
+                                      row.loadRaw(act(kO, {bb, s, h, col})),
+                                      row.loadScalar(stat(kLse, {bb, h, s}))};
+          },
+          [&](Value bb, Value h, Value s, Value lane, ArrayRef<Value> in) {
+            // Every lane of the row holds the same sum and the same lse: all
+            // of them store, so the statistics need no branch (one
+            // instruction either way; behind a lane-0 branch ptxas sank the
+            // lse load into it, after the butterfly, a memory latency per
+            // group).
+            auto [part, l2] = rowStatistics(k, in[0], in[1], in[2], row.lanes);
+            LLVM::StoreOp::create(b, loc, part, stat(kDPsum, {bb, h, s}), 4);
+            LLVM::StoreOp::create(b, loc, l2, stat(kLse2, {bb, h, s}), 4);
+            zeroDqRow(bb, h, s, lane);
+          });
+    }
     // The tiles layout pads dq_accum's rows to whole tiles: those past S_q
     // (none when block_m divides S_q) in a loop of their own (measured: a
     // separate pass over all of dq_accum cost 18-20 us per call); with

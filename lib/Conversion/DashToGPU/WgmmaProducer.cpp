@@ -38,9 +38,7 @@ void WgmmaMain::emitProducer() {
     if (config.pdl && !config.statsInMain) {
       g.when(g.lt(g.idx(0), k.numItems(op, map, unit)), [&] {
         Kernel::WorkItem first = k.workItem(op, map, unit, g.idx(0));
-        for (int tensor : {1, 2}) // K, V
-          w.tmaPrefetchTile(tensor, first.bb, kvRow0(first.kv),
-                            kvHead(first.h));
+        prefetchKV(first.bb, kvRow0(first.kv), kvHead(first.h));
       });
       NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
     }
@@ -140,10 +138,6 @@ void WgmmaMain::emitProducer() {
       // above then waits on L2, not HBM (all units switch items at about
       // the same time under a full mask, so those loads come in a burst).
       Value nextItem = g.add(it.index, g.idx(1));
-      auto prefetchKV = [&](Value bb, Value row0, Value head) {
-        for (int tensor : {1, 2}) // K, V
-          w.tmaPrefetchTile(tensor, bb, row0, head);
-      };
       const int64_t ahead = config.kvPrefetchAhead;
       if (ahead == 0) {
         g.when(g.lt(nextItem, k.numItems(op, map, unit)),
@@ -181,4 +175,9 @@ void WgmmaMain::emitProducer() {
       });
     });
   });
+}
+
+void WgmmaMain::prefetchKV(Value bb, Value row0, Value head) {
+  for (int tensor : {1, 2}) // K, V
+    w.tmaPrefetchTile(tensor, bb, row0, head);
 }
