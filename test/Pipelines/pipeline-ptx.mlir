@@ -36,7 +36,8 @@
 // PTX: .visible .entry dash_bwd_main(
 // PTX-DAG: setmaxnreg.inc.sync.aligned.u32 240
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: elect.sync
+// PTX-DAG: @%p{{[0-9]+}} cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-DAG: ld.acquire.gpu.b32
 // PTX-DAG: ex2.approx.ftz.f32
 // PTX-DAG: fence.acq_rel.gpu

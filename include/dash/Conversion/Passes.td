@@ -146,6 +146,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "set-up, the producer only after prefetching its first item's K/V "
            "into L2; 0: a plain launch after the preprocess; -1: the default, "
            "0">,
+    Option<"warpProducer", "warp-producer", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma: 1 runs the TMA producer on the whole of "
+           "warp 10, converged, one elected lane issuing each copy and "
+           "expect-tx arrival as a predicated instruction (ptxas keeps the "
+           "walk in uniform registers: no per-copy loop, no spills); 0 on "
+           "lane 0 alone; -1: the default (1 for deterministic kernels but D "
+           "= 64 full masks, 0 otherwise: bench/NOTES.md section 36)">,
     Option<"statsInMain", "stats-in-main", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 makes the main kernel compute dPsum "
            "and lse_log2 itself: all its threads first compute the rows of "

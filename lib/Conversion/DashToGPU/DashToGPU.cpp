@@ -361,6 +361,20 @@ struct ConvertDashToGPUPass
                                  "main kernel's roles wait for the "
                                  "preprocess)";
     bool pdlOn = pdl == 1;
+    if (failed(checkOption("warp-producer", warpProducer, -1, 1, "0 or 1")))
+      return failure();
+    if (warpProducer == 1 && !tmaWgmma)
+      return op.emitOpError() << "warp-producer=1 needs mma=wgmma with "
+                                 "loads=tma (it is the TMA producer's form)";
+    // Default: on for deterministic kernels (+2.6..+3.5% at D = 64 causal,
+    // +1.4..+2.1% at D = 128 full, -0.1..+0.7% at D = 128 causal) but D = 64
+    // full masks (-2.1..-3.8% at s = 4096 / 8192), off for the
+    // non-deterministic ones (-1..-3% at D = 128 and D = 64 full, where the
+    // MMA side then spills), bench/NOTES.md section 36.
+    bool warpProd =
+        warpProducer == 1 ||
+        (warpProducer == -1 && tmaWgmma && op.getDeterministic() &&
+         !(D == 64 && op.getMask() == Mask::Full));
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
@@ -414,7 +428,7 @@ struct ConvertDashToGPUPass
                             traceTimeline == 2, stEarly, chunks,
                             ablateExp2 == 1, dqMain,  noRankWait,
                             dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
-                            statsMain, pdlOn};
+                            statsMain, pdlOn, warpProd};
     int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                           : useSync ? mmaSharedBytes(D)
                                     : 2 * kvBytes + 2 * pBytes;
@@ -471,6 +485,7 @@ struct ConvertDashToGPUPass
         config.append("dkdv_bulk", b.getBoolAttr(bulkDkdv));
         config.append("stats_in_main", b.getBoolAttr(statsMain));
         config.append("pdl", b.getBoolAttr(pdlOn));
+        config.append("warp_producer", b.getBoolAttr(warpProd));
       }
       if (bm == 128 && tma)
         config.append("dq_kv_split", b.getBoolAttr(kvSplit));

@@ -590,6 +590,9 @@ struct WgmmaConfig {
   /// The main kernel is a programmatic dependent launch (pdl=1): it waits
   /// for the preprocess with griddepcontrol.wait.
   bool pdl = false;
+  /// TMA kernels: the whole of warp 10 runs the producer, one elected lane
+  /// issuing (warp-producer=1; WgmmaProducer.cpp), else lane 0 alone.
+  bool warpProducer = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -251,7 +251,8 @@ void WgmmaMain::build() {
   }
   // pdl: nothing below may read what the preprocess writes (the
   // statistics, zeroed semaphores and accumulators, the tickets) before
-  // it has completed. The producer waits after prefetching its first K/V
+  // it has completed. The producer (lane 0 of warp 10, or the whole warp
+  // with warp-producer) waits after prefetching its first K/V
   // (emitProducer), unless stats-in-main's rows come first.
   if (config.pdl) {
     auto wait = [&] {
@@ -260,8 +261,11 @@ void WgmmaMain::build() {
     if (config.statsInMain)
       wait();
     else
-      g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, tid,
-                                   g.idx(32 * kProducerWarp)),
+      g.when(arith::CmpIOp::create(
+                 b, loc, arith::CmpIPredicate::ne,
+                 config.warpProducer ? g.div(tid, g.idx(32)) : tid,
+                 g.idx(config.warpProducer ? kProducerWarp
+                                           : 32 * kProducerWarp)),
              wait);
   }
   if (config.statsInMain) {
@@ -272,11 +276,7 @@ void WgmmaMain::build() {
   // The warpgroup index, broadcast from lane 0: ptxas then knows the role
   // branches are warp-uniform (else it serialises the wgmmas, C7520).
   Value wgIdx = [&] {
-    Value t32 = arith::IndexCastOp::create(b, loc, b.getI32Type(),
-                                           g.div(tid, g.idx(128)));
-    Value v = NVVM::ShflOp::create(
-        b, loc, b.getI32Type(), w.c32(-1), t32, w.c32(0), w.c32(0x1f),
-        NVVM::ShflKindAttr::get(ctx, NVVM::ShflKind::idx), UnitAttr());
+    Value v = w.fromLane0(w.i32of(g.div(tid, g.idx(128))));
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult();
   }();
   Value isMma = g.lt(wgIdx, g.idx(2));

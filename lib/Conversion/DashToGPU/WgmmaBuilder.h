@@ -168,6 +168,10 @@ struct WgmmaBuilder {
   SmemLayout L;
   Type f32, i32, i64, bf16;
   Value base; // index: 1024-aligned shared address of the buffers
+  /// Set while a whole warp runs code of which one lane must issue the
+  /// copies and arrivals (the producer): the loads and expect-tx arrivals
+  /// take it as their predicate, other copies branch on it.
+  Value issuePred;
 
   WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
                const WgmmaConfig &config)
@@ -272,6 +276,13 @@ struct WgmmaBuilder {
         transA ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         transB ? NVVM::MMALayout::row : NVVM::MMALayout::col,
         NVVM::MMAIntOverflowAttr());
+  }
+  /// i32 `v` of lane 0, in every lane of the (converged) warp: ptxas then
+  /// treats the result as warp-uniform (branches on it do not diverge).
+  Value fromLane0(Value v) {
+    return NVVM::ShflOp::create(
+        b, loc, i32, c32(-1), v, c32(0), c32(0x1f),
+        NVVM::ShflKindAttr::get(ctx, NVVM::ShflKind::idx), UnitAttr());
   }
   /// `v` through a side-effecting register move: LLVM cannot hoist what is
   /// computed from it out of the enclosing loop.
@@ -462,7 +473,7 @@ struct WgmmaBuilder {
   void mbarExpect(Value bar, int64_t bytes) {
     NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar, c32(bytes),
                                            NVVM::MemScopeKind::CTA, false,
-                                           Value());
+                                           issuePred);
   }
   /// Generic pointer to tensor map `i` (q, k, v, dO, dq_accum, lse_log2,
   /// dPsum: KernelBuilder.h) in the workspace.
@@ -503,7 +514,7 @@ struct WgmmaBuilder {
                                       sh(dst)),
         map, coords, bar, ValueRange{}, Value(), Value(),
         NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
-        NVVM::CTAGroupKindAttr(), Value());
+        NVVM::CTAGroupKindAttr(), issuePred);
   }
 
   /// The shared address (index) of the kernel's shared window: a zero-size

@@ -1,14 +1,21 @@
 //===- WgmmaProducer.cpp - The WGMMA kernel's TMA producer ----------------===//
 //
-// TMA kernels, lane 0 of warp 10 (warpgroup 2's registers; the other
-// lanes idle): per item, once the MMA threads are done with the previous
+// TMA kernels, warp 10 (warpgroup 2's registers): per item, once the MMA
+// threads are done with the previous
 // K and V (EMPTY_KV), K and V (FULL_KV; q-before-kv=1: after the item's
 // first step's copies); per step n of the unit (stage
 // n % 2), once the stage is free (EMPTY_Q), the step's Q tile index and
 // rank into the stage and Q, dO, lse_log2 and dPsum by TMA (FULL_Q: one
-// expect-tx arrival; rows past S_q arrive as zeros). One thread and no
-// per-lane address math keep the walk short: the MMA warps wait on it every
-// step.
+// expect-tx arrival; rows past S_q arrive as zeros). The MMA warps wait on
+// the walk every step and share sub-partition 2 with it, so it is kept
+// short. warp-producer=1: the whole warp runs it converged, every value
+// warp-uniform, and one elected lane issues each copy and arrival as a
+// predicated instruction (WgmmaBuilder::issuePred); ptxas keeps the walk in
+// uniform registers and issues each copy once (d = 64 symmetric-shift: 139
+// -> 98 SASS instructions a step, no spill). Lane 0 alone (a divergent
+// branch, warp-producer=0) makes each copy a loop that moves its operands
+// into uniform registers, and the walk spills on warpgroup 2's 24
+// registers (bench/NOTES.md section 36).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,10 +27,7 @@ using namespace mlir::dash::detail;
 using namespace mlir::dash::detail::wgmma;
 
 void WgmmaMain::emitProducer() {
-  Value lane = g.sub(tid, g.idx(32 * kProducerWarp));
-  Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                     g.idx(0));
-  g.when(lead, [&] {
+  auto walk = [&] {
     // The runtime rewrites the maps at the same workspace address before
     // every call: make this call's bytes the ones the TMA unit reads (the
     // loads' maps; the dQ reduce-adds use none).
@@ -117,10 +121,16 @@ void WgmmaMain::emitProducer() {
         // 32-bit shared::cta addresses for all three operands (the CTA's
         // own window is part of the cluster's: the kernel is a cluster of
         // one, MainWgmma.cpp, without which this copy is illegal).
-        w.ptx("cp.async.bulk.shared::cluster.shared::cta.mbarrier::"
-              "complete_tx::bytes [$0], [$1], $2, [$3];",
-              {w.i32of(at(L.k())), w.i32of(ds), w.c32(2 * L.kvBytes()),
-               w.i32of(at(L.bar(kFullKV)))});
+        auto copy = [&] {
+          w.ptx("cp.async.bulk.shared::cluster.shared::cta.mbarrier::"
+                "complete_tx::bytes [$0], [$1], $2, [$3];",
+                {w.i32of(at(L.k())), w.i32of(ds), w.c32(2 * L.kvBytes()),
+                 w.i32of(at(L.bar(kFullKV)))});
+        };
+        if (w.issuePred)
+          g.when(w.issuePred, copy);
+        else
+          copy();
       } else {
         issueFirstStep();
         Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
@@ -174,10 +184,27 @@ void WgmmaMain::emitProducer() {
                                     at)));
       });
     });
-  });
+  };
+  if (config.warpProducer) {
+    // Elected while the warp is converged (all 32 lanes enter here).
+    w.issuePred = NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value());
+    walk();
+    w.issuePred = Value();
+    return;
+  }
+  Value lane = g.sub(tid, g.idx(32 * kProducerWarp));
+  g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                               g.idx(0)),
+         walk);
 }
 
 void WgmmaMain::prefetchKV(Value bb, Value row0, Value head) {
-  for (int tensor : {1, 2}) // K, V
-    w.tmaPrefetchTile(tensor, bb, row0, head);
+  auto issue = [&] {
+    for (int tensor : {1, 2}) // K, V
+      w.tmaPrefetchTile(tensor, bb, row0, head);
+  };
+  if (w.issuePred) // (the prefetch op has no predicate operand)
+    g.when(w.issuePred, issue);
+  else
+    issue();
 }

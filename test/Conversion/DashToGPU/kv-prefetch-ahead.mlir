@@ -21,7 +21,9 @@
 // CHECK-NEXT: %[[LATE:.*]] = arith.cmpi sgt, %[[AT]], %c1 : index
 // CHECK-NEXT: %[[NOW:.*]] = arith.cmpi sle, %[[AT]], %c1 : index
 // CHECK-NEXT: %[[NOWNEXT:.*]] = arith.andi %[[NOW]], %[[NEXT]] : i1
-// CHECK-NEXT: scf.if %[[NOWNEXT]] {
+// (and the producer warp's elected lane: warp-producer.mlir)
+// CHECK-NEXT: %[[NOWNEXTE:.*]] = arith.andi %[[NOWNEXT]], %[[ELECT:.*]] : i1
+// CHECK-NEXT: scf.if %[[NOWNEXTE]] {
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.prefetch
 // The step loop: each step's copies, then, at step len - 4 of a long walk,
 // the prefetch.
@@ -31,7 +33,8 @@
 // CHECK: %[[EQ:.*]] = arith.cmpi eq, %[[STEP]], %[[AT]] : index
 // CHECK-NEXT: %[[BOTH:.*]] = arith.andi %[[LATE]], %[[EQ]] : i1
 // CHECK-NEXT: %[[BOTHNEXT:.*]] = arith.andi %[[BOTH]], %[[NEXT]] : i1
-// CHECK-NEXT: scf.if %[[BOTHNEXT]] {
+// CHECK-NEXT: %[[BOTHNEXTE:.*]] = arith.andi %[[BOTHNEXT]], %[[ELECT]] : i1
+// CHECK-NEXT: scf.if %[[BOTHNEXTE]] {
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.prefetch
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.prefetch
 // CHECK: gpu.func @dash_bwd_postprocess(

@@ -61,7 +61,8 @@
 // CHECK-NEXT: %[[EMPTYKV:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
 // CHECK-NEXT: nvvm.mbarrier.try_wait.parity %[[EMPTYKV]], %[[NOTPAR]], %c10000000_i32
 // CHECK: nvvm.mbarrier.try_wait.parity %[[FULLDS]], %{{.*}}, %c10000000_i32
-// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[FULLKV]], %c32768_i32
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %[[FULLKV]], %c32768_i32, predicate = %[[ELECT:.*]] :
+// CHECK-NEXT: scf.if %[[ELECT]] {
 // CHECK-NEXT: %[[K32:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK-NEXT: %[[DS32:.*]] = arith.index_cast %[[DS]] : index to i32
 // CHECK-NEXT: %[[BAR32:.*]] = arith.index_cast %{{.*}} : index to i32

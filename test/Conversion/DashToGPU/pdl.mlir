@@ -20,17 +20,24 @@
 // CHECK-LABEL: gpu.func @dash_bwd_main(
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: gpu.barrier
-// CHECK-NEXT: %[[NOTPROD:.*]] = arith.cmpi ne, %thread_id_x, %c320 : index
+// Every warp but the producer's (warp 10: warp-producer, the default of
+// deterministic kernels) waits before the roles split.
+// CHECK-NEXT: %[[WARP:.*]] = arith.divui %thread_id_x, %c32 : index
+// CHECK-NEXT: %[[NOTPROD:.*]] = arith.cmpi ne, %[[WARP]], %c10 : index
 // CHECK-NEXT: scf.if %[[NOTPROD]] {
 // CHECK-NEXT: nvvm.griddepcontrol wait
 // CHECK-NEXT: }
 // The producer: the tensor maps' fences, the first item's K and V
-// prefetched (maps 1 and 2), then its own wait, before its first item.
+// prefetched (maps 1 and 2, by the elected lane), then its own wait,
+// before its first item.
+// CHECK: %[[ELECT:.*]] = nvvm.elect.sync
 // CHECK: nvvm.fence.proxy.acquire <gpu>
 // CHECK: scf.if
+// CHECK: scf.if %[[ELECT]] {
 // CHECK: nvvm.cp.async.bulk.tensor.prefetch
-// CHECK-NEXT: nvvm.cp.async.bulk.tensor.prefetch
+// CHECK: nvvm.cp.async.bulk.tensor.prefetch
 // CHECK: }
+// CHECK-NEXT: }
 // CHECK-NEXT: nvvm.griddepcontrol wait
 // CHECK-NEXT: scf.for
 // CHECK-NOT: nvvm.griddepcontrol

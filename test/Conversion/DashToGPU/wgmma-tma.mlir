@@ -1,4 +1,4 @@
-// loads=tma: Q, dO, K, V, lse_log2, dPsum come by TMA from a producer thread (lane 0 of warp 10) through
+// loads=tma: Q, dO, K, V, lse_log2, dPsum come by TMA from a producer (warp 10) through
 // full/empty mbarriers, from tensor maps the runtime writes into the last
 // argument; the MMA threads issue no copies and wait on the barriers.
 // The step below is the unfused form (the dS pass after the exp2 pass's
@@ -257,9 +257,11 @@
 // CHECK: } else {
 // CHECK-NEXT: arith.cmpi slt, %thread_id_x, %c352 : index
 // CHECK-NEXT: scf.if
-// CHECK-NEXT: arith.subi
-// CHECK-NEXT: arith.cmpi eq
-// CHECK-NEXT: scf.if
+// The producer is the whole of warp 10 (warp-producer, the default for
+// deterministic kernels): one lane, elected here, issues each copy and
+// expect-tx arrival as a predicated instruction (warp-producer.mlir).
+// CHECK-NEXT: %[[ELECT:.*]] = nvvm.elect.sync -> i1
+// CHECK-NOT: scf.if
 // CHECK-COUNT-6: nvvm.fence.proxy.acquire <gpu> %{{.*}}, %c128_i32
 // Per item, its first step's tiles (descending: Q tile nq - 1) before the
 // wait for K/V (q-before-kv, the default): that stage was freed by the
@@ -270,17 +272,19 @@
 // CHECK: %[[FIRSTQ:.*]] = arith.subi %{{.*}}, %c1_i32 : i32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: llvm.store %[[FIRSTQ]], %{{.*}} : i32, !llvm.ptr<3>
-// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32
-// CHECK-COUNT-6: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32, predicate = %[[ELECT]]
+// CHECK-COUNT-6: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} predicate = %[[ELECT]]
 // CHECK-NEXT: }
 // Then the item's K and V once the previous item is done with theirs.
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32
-// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c65536_i32, predicate = %[[ELECT]]
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] predicate = %[[ELECT]] : !llvm.ptr<7>, !llvm.ptr
 // Then, unless this is the unit's last item, the next item's K and V (two
-// panels each at D = 128) into L2, before the item's steps.
+// panels each at D = 128) into L2, before the item's steps (the prefetch
+// has no predicate operand: a branch on the elected lane).
 // CHECK: scf.if
+// CHECK: scf.if %[[ELECT]]
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.prefetch %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.prefetch
 // The walk in 32-bit arithmetic (schedule regions narrowed to i32: no 64-bit
@@ -296,9 +300,9 @@
 // release).
 // CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
 // CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
-// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32
-// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
-// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32, predicate = %[[ELECT]]
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] predicate = %[[ELECT]] : !llvm.ptr<7>, !llvm.ptr
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] predicate = %[[ELECT]] : !llvm.ptr<7>, !llvm.ptr
 // CHECK-NOT: nvvm.cp.async
 // CHECK: gpu.func @dash_bwd_postprocess(
 // CHECK-SAME: memref<112xi64> {dash.name = "tensor_maps"}
@@ -493,10 +497,11 @@
 
 // PTX: .version 8.3
 // PTX: .visible .entry dash_bwd_main(
-// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: elect.sync
+// PTX-DAG: @%p{{[0-9]+}} cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-DAG: mbarrier.try_wait.parity
-// PTX-DAG: mbarrier.arrive.expect_tx
-// PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: @%p{{[0-9]+}} mbarrier.arrive.expect_tx
+// PTX-DAG: @%p{{[0-9]+}} cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-DAG: fence.proxy.tensormap::generic.acquire.gpu
 // PTX-DAG: cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32
 // PTX-NOT: cp.reduce.async.bulk.tensor
