@@ -203,9 +203,10 @@ struct WgmmaBuilder {
                                          LLVM::LLVMPointerType::get(ctx, 1),
                                          k.elementPtr(k.arg(a), indices));
   }
-  void ptx(StringRef code, ValueRange args = {}) {
+  /// `code` (one instruction where `pred`, an i1, predicates it).
+  void ptx(StringRef code, ValueRange args = {}, Value pred = {}) {
     NVVM::InlinePtxOp::create(b, loc, TypeRange{}, args, ValueRange{}, code,
-                              Value());
+                              pred);
   }
   void barSync(int id, int64_t n) { barSync(c32(id), n); }
   void barArrive(int id, int64_t n) { barArrive(c32(id), n); }

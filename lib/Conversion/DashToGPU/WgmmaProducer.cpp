@@ -66,10 +66,22 @@ void WgmmaMain::emitProducer() {
                    g.add(g.idx(kEmptyQ), stage), {unit, it.bb, it.h, n});
         // The step's Q tile (and rank) for the MMA threads and, through
         // them, the reducers; released by the arrival.
-        LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
-        if (det)
-          LLVM::StoreOp::create(b, loc, w.i32of(rank),
-                                w.stepTileSlot(stage, 1), 4);
+        if (w.issuePred) {
+          // The elected lane's store, no branch (racecheck flags a word
+          // written by a warp's 32; a branch would split the uniform walk).
+          if (det)
+            w.ptx("st.shared.v2.b32 [$0], {$1, $2};",
+                  {w.stepTileSlot(stage), w.i32of(qt), w.i32of(rank)},
+                  w.issuePred);
+          else
+            w.ptx("st.shared.b32 [$0], $1;",
+                  {w.stepTileSlot(stage), w.i32of(qt)}, w.issuePred);
+        } else {
+          LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
+          if (det)
+            LLVM::StoreOp::create(b, loc, w.i32of(rank),
+                                  w.stepTileSlot(stage, 1), 4);
+        }
         w.mbarExpect(full, 2 * L.qBytes() + 2 * bm * 4);
         Value qOff = g.mul(stage, g.idx(L.qBytes()));
         w.tmaTile(0, g.add(at(L.q(0)), qOff), it.bb, q0, it.h, bm, full);

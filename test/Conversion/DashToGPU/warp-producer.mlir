@@ -35,7 +35,10 @@
 // CHECK: nvvm.cp.async.bulk.tensor.prefetch
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, predicate = %[[ELECT]]
+// The step's Q tile index and rank: the elected lane's one store (a warp's
+// 32 stores of one word are a race to compute-sanitizer).
+// CHECK: nvvm.inline_ptx "st.shared{{(.v2)?}}.b32 {{.*}} predicate = %[[ELECT]]
+// CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, predicate = %[[ELECT]]
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} predicate = %[[ELECT]]
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}] : !llvm.ptr<7>
 // CHECK: gpu.func @dash_bwd_postprocess(
@@ -48,6 +51,7 @@
 // LANE0-NEXT: arith.subi %thread_id_x, %c320 : index
 // LANE0-NEXT: arith.cmpi eq, %{{.*}}, %c0 : index
 // LANE0-NEXT: scf.if
+// LANE0: llvm.store %{{.*}} : i32, !llvm.ptr<3>
 // LANE0: nvvm.mbarrier.arrive.expect_tx %{{.*}} : !llvm.ptr<3>, i32
 // LANE0: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // LANE0-NOT: predicate =

@@ -271,7 +271,7 @@
 // CHECK: scf.if
 // CHECK: %[[FIRSTQ:.*]] = arith.subi %{{.*}}, %c1_i32 : i32
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: llvm.store %[[FIRSTQ]], %{{.*}} : i32, !llvm.ptr<3>
+// CHECK: nvvm.inline_ptx "st.shared.v2.b32 [$0], {$1, $2};" ro(%{{.*}}, %[[FIRSTQ]], %{{.*}} : !llvm.ptr<3>, i32, i32), predicate = %[[ELECT]]
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32, predicate = %[[ELECT]]
 // CHECK-COUNT-6: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} predicate = %[[ELECT]]
 // CHECK-NEXT: }
@@ -297,9 +297,8 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.cp.async.shared.global
 // The step's Q tile index and rank go into the stage before the arrival (a
-// release).
-// CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
-// CHECK: llvm.store %{{.*}} : i32, !llvm.ptr<3>
+// release), one 8-byte store of the elected lane.
+// CHECK: nvvm.inline_ptx "st.shared.v2.b32 [$0], {$1, $2};" {{.*}} predicate = %[[ELECT]]
 // CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33280_i32, predicate = %[[ELECT]]
 // CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] predicate = %[[ELECT]] : !llvm.ptr<7>, !llvm.ptr
 // CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] predicate = %[[ELECT]] : !llvm.ptr<7>, !llvm.ptr
