@@ -12,7 +12,7 @@
 // warp-uniform, and one elected lane issues each copy and arrival as a
 // predicated instruction (WgmmaBuilder::issuePred); ptxas keeps the walk in
 // uniform registers and issues each copy once (d = 64 symmetric-shift: 139
-// -> 98 SASS instructions a step, no spill). Lane 0 alone (a divergent
+// -> 99 SASS instructions a step, no spill). Lane 0 alone (a divergent
 // branch, warp-producer=0) makes each copy a loop that moves its operands
 // into uniform registers, and the walk spills on warpgroup 2's 24
 // registers (bench/NOTES.md section 36).
