@@ -2,7 +2,8 @@
 // dependent launch of the preprocess ("pdl": true in the manifest, the
 // runtime launches it with programmatic stream serialization). The
 // preprocess lets it launch first thing; every main-kernel thread but the
-// producer waits for the preprocess right after the mbarriers' set-up, the
+// producer (warp 10 with warp-producer, the deterministic default; else its
+// lane 0) waits for the preprocess right after the mbarriers' set-up, the
 // producer after prefetching its first item's K and V into L2 (with
 // stats-in-main everyone waits before the statistics' first rows, whose
 // counts the preprocess zeroes). Refused for cp.async kernels.
