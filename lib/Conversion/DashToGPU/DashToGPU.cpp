@@ -99,6 +99,17 @@ struct ConvertDashToGPUPass
     // (FlashAttention-3's hdim-64 form: +1..11%). Elsewhere one dS^T buffer
     // and two staging buffers.
     bool tmaWgmma = useWgmma && tma;
+    // A 0 / 1 option (-1: the default) whose 1 needs a TMA WGMMA kernel,
+    // for the reason `why`.
+    auto checkTmaFlag = [&](StringRef name, int64_t v,
+                            StringRef why) -> LogicalResult {
+      if (failed(checkOption(name, v, -1, 1, "0 or 1")))
+        return failure();
+      if (v == 1 && !tmaWgmma)
+        return op.emitOpError()
+               << name << "=1 needs mma=wgmma with loads=tma (" << why << ")";
+      return success();
+    };
     if (failed(checkOption("dq-kv-split", dqKvSplit, -1, 1, "0 or 1")))
       return failure();
     if (dqKvSplit == 1 && !(tmaWgmma && bm == 128))
@@ -146,11 +157,8 @@ struct ConvertDashToGPUPass
                            kMaxShared
                    ? 2
                    : 1;
-    if (failed(checkOption("early-kv", earlyKv, -1, 1, "0 or 1")))
+    if (failed(checkTmaFlag("early-kv", earlyKv, "K/V come from the producer")))
       return failure();
-    if (earlyKv == 1 && !tmaWgmma)
-      return op.emitOpError() << "early-kv=1 needs mma=wgmma with "
-                                 "loads=tma (K/V come from the producer)";
     if (failed(checkOption("kv-via-ds", kvViaDs, -1, 1, "0 or 1")))
       return failure();
     // The next item's K and V (2 x 128 x D bf16) fill a dS^T buffer (128 x
@@ -243,11 +251,9 @@ struct ConvertDashToGPUPass
              << "exp2-chunks=" << chunks << " needs mma=wgmma and must divide "
              << "the " << bm / 2 << " S^T values a thread holds at " << bm
              << "-row Q tiles";
-    if (failed(checkOption("q-before-kv", qBeforeKv, -1, 1, "0 or 1")))
+    if (failed(checkTmaFlag("q-before-kv", qBeforeKv,
+                            "Q/dO come from the producer")))
       return failure();
-    if (qBeforeKv == 1 && !tmaWgmma)
-      return op.emitOpError() << "q-before-kv=1 needs mma=wgmma with "
-                                 "loads=tma (Q/dO come from the producer)";
     // Default on: the producer's boundary path (K/V, the next item's
     // prefetch, the first step's visit and rank) took 5-7k cycles on its 24
     // registers, which the first step waited out (bench/NOTES.md section 19).
@@ -354,18 +360,13 @@ struct ConvertDashToGPUPass
                 "dkdv-bulk (whose storer is warp 11, the statistics' "
                 "streamer) or trace-timeline (which writes over O)";
     bool statsMain = statsInMain == 1;
-    if (failed(checkOption("pdl", pdl, -1, 1, "0 or 1")))
+    if (failed(checkTmaFlag("pdl", pdl,
+                            "the main kernel's roles wait for the preprocess")))
       return failure();
-    if (pdl == 1 && !tmaWgmma)
-      return op.emitOpError() << "pdl=1 needs mma=wgmma with loads=tma (the "
-                                 "main kernel's roles wait for the "
-                                 "preprocess)";
     bool pdlOn = pdl == 1;
-    if (failed(checkOption("warp-producer", warpProducer, -1, 1, "0 or 1")))
+    if (failed(checkTmaFlag("warp-producer", warpProducer,
+                            "it is the TMA producer's form")))
       return failure();
-    if (warpProducer == 1 && !tmaWgmma)
-      return op.emitOpError() << "warp-producer=1 needs mma=wgmma with "
-                                 "loads=tma (it is the TMA producer's form)";
     // Default: on for deterministic kernels (+2.6..+3.5% at D = 64 causal,
     // +1.4..+2.1% at D = 128 full, -0.1..+0.7% at D = 128 causal) but D = 64
     // full masks (-2.1..-3.8% at s = 4096 / 8192), off for the
