@@ -45,6 +45,10 @@ struct WgmmaMain {
   Value kvRow0(Value kv);
   /// The producer: KV tile rows from `row0` of K and V head `head` into L2.
   void prefetchKV(Value bb, Value row0, Value head);
+  /// The producer: `issue` (copies whose ops take no predicate) by the
+  /// elected lane alone where the whole warp runs the walk
+  /// (WgmmaBuilder::issuePred), else as is.
+  void byIssuer(function_ref<void()> issue);
   /// dkdv-bulk: the dS^T buffer of the walk's last step (the unit's step
   /// first + len - 1; two buffers alternate), where the item's dK/dV rows
   /// are staged.

@@ -133,16 +133,12 @@ void WgmmaMain::emitProducer() {
         // 32-bit shared::cta addresses for all three operands (the CTA's
         // own window is part of the cluster's: the kernel is a cluster of
         // one, MainWgmma.cpp, without which this copy is illegal).
-        auto copy = [&] {
+        byIssuer([&] {
           w.ptx("cp.async.bulk.shared::cluster.shared::cta.mbarrier::"
                 "complete_tx::bytes [$0], [$1], $2, [$3];",
                 {w.i32of(at(L.k())), w.i32of(ds), w.c32(2 * L.kvBytes()),
                  w.i32of(at(L.bar(kFullKV)))});
-        };
-        if (w.issuePred)
-          g.when(w.issuePred, copy);
-        else
-          copy();
+        });
       } else {
         issueFirstStep();
         Value hkv = kvHead(it.h), kv0 = kvRow0(it.kv);
@@ -210,13 +206,16 @@ void WgmmaMain::emitProducer() {
          walk);
 }
 
-void WgmmaMain::prefetchKV(Value bb, Value row0, Value head) {
-  auto issue = [&] {
-    for (int tensor : {1, 2}) // K, V
-      w.tmaPrefetchTile(tensor, bb, row0, head);
-  };
-  if (w.issuePred) // (the prefetch op has no predicate operand)
+void WgmmaMain::byIssuer(function_ref<void()> issue) {
+  if (w.issuePred)
     g.when(w.issuePred, issue);
   else
     issue();
+}
+
+void WgmmaMain::prefetchKV(Value bb, Value row0, Value head) {
+  byIssuer([&] { // (the prefetch op has no predicate operand)
+    for (int tensor : {1, 2}) // K, V
+      w.tmaPrefetchTile(tensor, bb, row0, head);
+  });
 }
