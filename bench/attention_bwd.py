@@ -21,7 +21,7 @@ scripts/aot recorded in the kernels' manifests (bench/source_commit.py).
   PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
       [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
       [--all-policies] [--no-flex] [--timing queued|sync|window] [--commit SHA]
-      [--variant NAME=DIR]...
+      [--layout bhsd|bshd] [--variant NAME=DIR]...
 
 --variant NAME=DIR also times the kernel set in DIR in the same rounds (a
 same-call A/B: rows dash-SCHEDULE-{det,nondet}@NAME).
@@ -199,16 +199,25 @@ def cell_seed(d, mask, s, seed=0):
     return seed * 1_000_000_007 + d * 1_000_003 + s * 7 + (mask == "causal")
 
 
+def bench_tensor(b, h, s, d, layout, grad=False):
+    """A random bf16 [B, H, S, D] tensor whose memory is in `layout` order:
+    bhsd contiguous, or bshd (FlashAttention's order) seen through a
+    transposed view. With grad, the view of a leaf that requires grad
+    (autograd.grad takes the view)."""
+    shape = (b, s, h, d) if layout == "bshd" else (b, h, s, d)
+    t = torch.randn(*shape, device="cuda", dtype=torch.bfloat16, requires_grad=grad)
+    return t.transpose(1, 2) if layout == "bshd" else t
+
+
 def run_cell(d, mask, s, args, results):
     b, h = 16384 // s, 2048 // d
     causal = mask == "causal"
     flops = 10 * b * h * s * s * d * (0.5 if causal else 1.0)
-    dev = "cuda"
     torch.manual_seed(0)
-    # SDPA layout [B, H, S, D]; DASH reads it through layout="bhsd".
-    q, k, v = [torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
-               for _ in range(3)]
-    do = torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16)
+    # SDPA's logical order [B, H, S, D], DASH reads it through layout="bhsd";
+    # --layout sets the memory order (bshd: FlashAttention's, views of it).
+    q, k, v = [bench_tensor(b, h, s, d, args.layout, grad=True) for _ in range(3)]
+    do = bench_tensor(b, h, s, d, args.layout)
     scale = d ** -0.5
     cell = dict(d=d, mask=mask, s=s, b=b, h=h, flops=flops)
 
@@ -349,6 +358,10 @@ def main():
                          "its own calls (do_bench per implementation, as the anchors "
                          "were measured); sync: a synchronize after every call, the "
                          "host's launch path included (the method before 2026-12-02)")
+    ap.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd",
+                    help="memory order of q, k, v, dO (the calls see [B, H, S, D] "
+                         "either way): bhsd contiguous (default) or bshd, "
+                         "FlashAttention's order, through transposed views")
     ap.add_argument("--no-flex", dest="flex", action="store_false")
     ap.add_argument("--commit", default=os.environ.get("DASH_COMMIT"),
                     help="commit to record; default: the kernels' manifests' "
@@ -373,7 +386,7 @@ def main():
     results = []
     meta = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
                 cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
-                commit=args.commit, timing=args.timing,
+                commit=args.commit, timing=args.timing, layout=args.layout,
                 round_order="random" if args.timing != "window" else "windows, random mirrored",
                 seed=args.seed,
                 command=" ".join(sys.argv),

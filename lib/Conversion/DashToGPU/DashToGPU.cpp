@@ -186,15 +186,14 @@ struct ConvertDashToGPUPass
     // buffer (128 x bm bf16) exactly when bm = 2 D: D = 64 on 128-row Q
     // tiles. kv-via-ds loads the next K/V into the other buffer meanwhile.
     bool bulkFits = dsBufferIs32K && !kvViaDsOn;
-    // Default: on where it fits for non-deterministic kernels (the walk
-    // boundary 3.1k -> 1.7k cycles, +0.8..+1.6% in all six d = 64 cells of
-    // two A/Bs) and deterministic full-mask ones (+1.3..+1.7% at s = 1024 ..
-    // 8192, -1.9% at 16384); off for deterministic causal ones (-0.3..-0.0%)
-    // (bench/NOTES.md section 33).
+    // Default: on where it fits for full masks (deterministic +1.3..+1.7% at
+    // s = 1024 .. 8192, -1.9% at 16384, bench/NOTES.md section 33; with the
+    // non-deterministic kernels in the deterministic ones' step form, section
+    // 38, +0.5..+1.1% against off at s = 4096 / 8192), off for causal ones
+    // (deterministic -0.3..-0.0%; non-deterministic -1..-2%, section 38).
     bool bulkDkdv =
         dkdvBulk == 1 ||
-        (dkdvBulk == -1 && bulkFits &&
-         (!op.getDeterministic() || op.getMask() == Mask::Full));
+        (dkdvBulk == -1 && bulkFits && op.getMask() == Mask::Full);
     if (bulkDkdv && !bulkFits)
       return op.emitOpError()
              << "dkdv-bulk=1 needs mma=wgmma with loads=tma, D = 64 on "
@@ -237,14 +236,13 @@ struct ConvertDashToGPUPass
     // times bm Q columns, over 128 threads). Default: 8 chunks at 128-row Q
     // tiles (D = 64: +1.2..+2.4% deterministic in all six cells measured),
     // one pass at 64 (D = 128: within noise; bench/NOTES.md section 22),
-    // except 4 in deterministic causal TMA kernels there, which also default
-    // to ds-in-pass (the pair measured below).
-    const bool detCausalRows64 = tmaWgmma && bm == 64 &&
-                                 op.getDeterministic() &&
-                                 op.getMask() == Mask::Causal;
+    // except 4 in causal TMA kernels there, which also default to ds-in-pass
+    // (the pair measured below).
+    const bool causalRows64 =
+        tmaWgmma && bm == 64 && op.getMask() == Mask::Causal;
     int64_t chunks = exp2Chunks >= 0 ? int64_t(exp2Chunks)
                      : useWgmma && bm == 128 ? 8
-                     : detCausalRows64       ? 4
+                     : causalRows64          ? 4
                                              : 1;
     if (chunks == 0 || (chunks > 1 && !(useWgmma && (bm / 2) % chunks == 0)))
       return op.emitOpError()
@@ -312,17 +310,18 @@ struct ConvertDashToGPUPass
       return op.emitOpError() << "ds-in-pass=1 needs mma=wgmma with "
                                  "loads=tma, early-dv=0 and two dS^T buffers "
                                  "or dq-kv-split=1";
-    // Default: on in deterministic kernels on 128-row Q tiles (D = 64:
-    // +2.4..+6.9% with the wait halfway, bench/NOTES.md section 29) and in
-    // deterministic causal ones on 64-row tiles with the pass in 4 chunks
-    // (D = 128: +0.5..+2.0% in all six readings, section 30; full masks
-    // -2.8..+0.7%, one pass -0.3..-2.7%); not in non-deterministic kernels
-    // (D = 64: their MMA side then has 6-16 local ops, 0-4 without:
-    // -2..-3.5%; D = 128: -3..+1%), nor with dq-kv-split (unmeasured).
+    // Default: on at 128-row Q tiles (D = 64 deterministic: +2.4..+6.9% with
+    // the wait halfway, bench/NOTES.md section 29) and in causal kernels on
+    // 64-row tiles with the pass in 4 chunks (D = 128 deterministic:
+    // +0.5..+2.0% in all six readings, section 30; full masks -2.8..+0.7%,
+    // one pass -0.3..-2.7%); not with dq-kv-split (unmeasured). The
+    // non-deterministic kernels gain it with the rest of the deterministic
+    // step form (the producer on its warp, the epilogue's opaque thread id;
+    // alone their MMA side spilled 6-16 values): D = 64 +3.3..+7.3%, D = 128
+    // causal +0.9..+1.5% (section 38).
     bool dsFused =
-        dsInPass == 1 ||
-        (dsInPass == -1 && dsInPassAllowed && !kvSplit &&
-         ((bm == 128 && op.getDeterministic()) || detCausalRows64));
+        dsInPass == 1 || (dsInPass == -1 && dsInPassAllowed && !kvSplit &&
+                          (bm == 128 || causalRows64));
     if (dsWaitChunk >= 0 && (!dsFused || dsWaitChunk > chunks))
       return op.emitOpError()
              << "ds-wait-chunk=" << int64_t(dsWaitChunk)
@@ -369,13 +368,15 @@ struct ConvertDashToGPUPass
       return failure();
     // Default: on for deterministic kernels (+2.6..+3.5% at D = 64 causal,
     // +1.4..+2.1% at D = 128 full, -0.1..+0.7% at D = 128 causal) but D = 64
-    // full masks (-2.1..-3.8% at s = 4096 / 8192), off for the
-    // non-deterministic ones (-1..-3% at D = 128 and D = 64 full, where the
-    // MMA side then spills), bench/NOTES.md section 36.
+    // full masks (-2.1..-3.8% at s = 4096 / 8192), bench/NOTES.md section 36;
+    // for non-deterministic ones where their step has the fused dS pass
+    // (section 38; alone it measured -1..-3% at D = 128 and D = 64 full, the
+    // MMA side then spilling, section 36).
     bool warpProd =
         warpProducer == 1 ||
-        (warpProducer == -1 && tmaWgmma && op.getDeterministic() &&
-         !(D == 64 && op.getMask() == Mask::Full));
+        (warpProducer == -1 && tmaWgmma &&
+         (op.getDeterministic() ? !(D == 64 && op.getMask() == Mask::Full)
+                                : dsFused));
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "
@@ -386,14 +387,17 @@ struct ConvertDashToGPUPass
     // mma-regs unset: the deterministic TMA kernels at D = 128 give the MMA
     // warpgroups 232 so warpgroup 2 gets 40 (at 24 it spills, and its
     // reducers' hand-offs are links of the ordered-add chain: +4-6% at D =
-    // 128 causal); the others keep 240 (at 232 the MMA side spills: -4%
-    // non-deterministic, -10..35% at D = 64; cp.async kernels not measured),
-    // and so do early-st kernels (at 232 ptxas serialises their wgmmas).
-    int64_t regs = mmaRegs
-                       ? int64_t(mmaRegs)
-                       : (op.getDeterministic() && tma && D == 128 && !stEarly
-                              ? 232
-                              : 240);
+    // 128 causal), and so do the non-deterministic ones in that step form
+    // (fused dS pass: the causal ones, section 38); the others keep 240 (at
+    // 232 the MMA side spills: -4% non-deterministic, -10..35% at D = 64;
+    // cp.async kernels not measured), and so do early-st kernels (at 232
+    // ptxas serialises their wgmmas).
+    int64_t regs =
+        mmaRegs ? int64_t(mmaRegs)
+                : ((op.getDeterministic() || dsFused) && tma && D == 128 &&
+                           !stEarly
+                       ? 232
+                       : 240);
     // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
     // reducer's warpgroup; sync and simt: 256).
     nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);

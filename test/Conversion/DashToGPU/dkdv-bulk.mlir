@@ -1,5 +1,4 @@
-// dkdv-bulk (D = 64, 128-row Q tiles; default for non-deterministic kernels
-// and deterministic full-mask ones):
+// dkdv-bulk (D = 64, 128-row Q tiles; default for full-mask kernels):
 // the dK/dV epilogue stages the item's bf16 rows in the dS^T buffer of the
 // walk's last step, 128B-swizzled as the K/V tiles are (dK's 128 rows, then
 // dV's at +16384), and arrives on EPI_FULL; warp 11 waits for the next
@@ -7,13 +6,14 @@
 // (dk, dv: the argument grows to nine maps, 144 words) and frees the buffer
 // before the next item's first dS^T barrier, a 288-thread barrier it takes
 // part in (id 12), so the MMA walk itself has no wait for the stores. An
-// empty walk's epilogue waits for EPI_EMPTY. Deterministic causal kernels
-// keep the register epilogue; kernels where dK and dV do not fit one dS^T buffer are
+// empty walk's epilogue waits for EPI_EMPTY. Causal kernels keep the
+// register epilogue; kernels where dK and dV do not fit one dS^T buffer are
 // refused.
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dkdv-bulk=1" --canonicalize --cse | FileCheck %s
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DET
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dkdv-bulk=1" --canonicalize --cse | FileCheck %s --check-prefix=DETON
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dkdv-bulk=0" --canonicalize --cse | FileCheck %s --check-prefix=DET
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DET
+// RUN: sed 's/deterministic = true/deterministic = false/; s/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NDFULL
 // RUN: sed 's/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DETFULL
 // RUN: sed 's/x64xbf16/x128xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dkdv-bulk=1" 2>&1 | FileCheck %s --check-prefix=D128
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dkdv-bulk=1 ds-buffers=1" 2>&1 | FileCheck %s --check-prefix=ONEBUF
@@ -117,6 +117,9 @@
 // Deterministic full-mask kernels take it by default too.
 // DETFULL: dash.config = {{{.*}}deterministic = true, dkdv_bulk = true{{.*}}mask = "full"
 // DETFULL: cp.async.bulk.tensor.4d.global.shared::cta.bulk_group
+
+// NDFULL: dash.config = {{{.*}}deterministic = false, dkdv_bulk = true{{.*}}mask = "full"
+// NDFULL: cp.async.bulk.tensor.4d.global.shared::cta.bulk_group
 
 // DETON: dash.config = {{{.*}}deterministic = true, dkdv_bulk = true
 // DETON: cp.async.bulk.tensor.4d.global.shared::cta.bulk_group

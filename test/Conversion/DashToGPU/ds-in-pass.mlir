@@ -3,17 +3,19 @@
 // the first exp2 chunks, the wait for dP^T after chunk ds-wait-chunk, then
 // each pair's exp2, dS math and packing, and the dS^T stores (stmatrix),
 // and yields P's and dS's bf16 pairs, so ptxas schedules the dS math under
-// the pass's exp2s in one block. Default: on in deterministic kernels on
-// 128-row Q tiles (D = 64, 8 chunks, the wait after 4) and in
-// deterministic causal ones on 64-row tiles (D = 128, 4 chunks, the wait
-// after 2); off in the others (D = 128 full, non-deterministic kernels),
-// where the wait and the dS pass follow the branch's join.
+// the pass's exp2s in one block. Default: on at 128-row Q tiles (D = 64,
+// 8 chunks, the wait after 4) and in causal kernels on 64-row tiles (D =
+// 128, 4 chunks, the wait after 2), deterministic or not; off in D = 128
+// full-mask kernels, where the wait and the dS pass follow the branch's
+// join.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=0" --canonicalize --cse | FileCheck %s --check-prefix=W0
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s 
 // RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D128DEF
 // RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefixes=OFF,OFF128
-// RUN: sed 's/x64xbf16/x128xbf16/; s/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefixes=OFF,OFF128
+// RUN: sed 's/x64xbf16/x128xbf16/; s/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=D128DEF
+// RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/; s/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefixes=OFF,OFF128
+// RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/; s/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=ND128FULL
 // RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1 exp2-chunks=1" --canonicalize --cse | FileCheck %s --check-prefix=D128
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=9" 2>&1 | FileCheck %s --check-prefix=LATE
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=0 ds-wait-chunk=2" 2>&1 | FileCheck %s --check-prefix=NOFUSE
@@ -79,6 +81,14 @@
 // D128DEF: ds_in_pass = true
 // D128DEF-SAME: ds_wait_chunk = 2
 // D128DEF-SAME: exp2_chunks = 4
+// Non-deterministic kernels too (their step in the deterministic form: 232
+// MMA registers, the producer on its warp); D = 128 full masks keep 240
+// and the lane-0 producer.
+// D128DEF-SAME: mma_regs = 232 : i64
+// D128DEF-SAME: warp_producer = true
+// ND128FULL: deterministic = false
+// ND128FULL-SAME: mma_regs = 240 : i64
+// ND128FULL-SAME: warp_producer = false
 // D128DEF: scf.if %{{.*}} -> (i32, i32,
 // D128DEF-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
 // D128DEF-NOT: llvm.nvvm.ex2.approx.ftz.f
