@@ -369,14 +369,14 @@ struct ConvertDashToGPUPass
     // Default: on for deterministic kernels (+2.6..+3.5% at D = 64 causal,
     // +1.4..+2.1% at D = 128 full, -0.1..+0.7% at D = 128 causal) but D = 64
     // full masks (-2.1..-3.8% at s = 4096 / 8192), bench/NOTES.md section 36;
-    // for non-deterministic ones where their step has the fused dS pass
-    // (section 38; alone it measured -1..-3% at D = 128 and D = 64 full, the
-    // MMA side then spilling, section 36).
+    // on for non-deterministic ones, whose epilogue then takes the opaque
+    // thread id too (with the fused dS pass: D = 64 +3.3..+7.3%, D = 128
+    // causal +0.9..+1.5%; D = 128 full +0.4..+0.5% at s = 2048 .. 8192;
+    // section 38. Alone, before that, -1..-3%: the MMA side spilled).
     bool warpProd =
         warpProducer == 1 ||
         (warpProducer == -1 && tmaWgmma &&
-         (op.getDeterministic() ? !(D == 64 && op.getMask() == Mask::Full)
-                                : dsFused));
+         !(op.getDeterministic() && D == 64 && op.getMask() == Mask::Full));
     if (mmaRegs != 0 && mmaRegs != 240 && mmaRegs != 232)
       return op.emitOpError() << "mma-regs must be 240 or 232, or 0 for the "
                                  "default (got "

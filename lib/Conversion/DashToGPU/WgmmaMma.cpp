@@ -830,15 +830,15 @@ void WgmmaMain::emitMma() {
     else if (tma)
       freeKV();
     // The epilogue's fragment coordinates. Deterministic kernels, and
-    // non-deterministic ones with the fused dS pass, rebuild them from an
-    // opaque thread id: else LLVM hoists the quad transpose's lane values
-    // out of the item loop and ptxas spills in the walk (D = 128 det: 19 ->
-    // 2 MMA-side local ops, +2..6%; fused non-deterministic: 12-18 -> 0 at D
-    // = 64, 4 -> 0 at D = 128, where it is +3..+4%). The other
-    // non-deterministic kernels measured 4-7% faster at D = 128 causal
-    // without it (ptxas schedules the walk differently; bench/NOTES.md
-    // sections 18, 38).
-    threadValues(det || config.dsInPassWait >= 0 ? w.opaque(tidMma) : tidMma);
+    // non-deterministic ones with the producer on its warp (the TMA ones),
+    // rebuild them from an opaque thread id: else LLVM hoists the quad
+    // transpose's lane values out of the item loop and ptxas spills in the
+    // walk (D = 128 det: 19 -> 2 MMA-side local ops, +2..6%; the
+    // non-deterministic step form: 12-18 -> 0 at D = 64, 4 -> 0 at D = 128,
+    // where it is +3..+4%). The other non-deterministic kernels measured
+    // 4-7% faster at D = 128 causal without it (ptxas schedules the walk
+    // differently; bench/NOTES.md sections 18, 38).
+    threadValues(det || config.warpProducer ? w.opaque(tidMma) : tidMma);
 
     // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA
     // (H == H_kv) the item owns those rows of dk/dv outright: scaled,

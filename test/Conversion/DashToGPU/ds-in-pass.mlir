@@ -82,13 +82,13 @@
 // D128DEF-SAME: ds_wait_chunk = 2
 // D128DEF-SAME: exp2_chunks = 4
 // Non-deterministic kernels too (their step in the deterministic form: 232
-// MMA registers, the producer on its warp); D = 128 full masks keep 240
-// and the lane-0 producer.
+// MMA registers, the producer on its warp); at D = 128 full masks they keep
+// 240 registers.
 // D128DEF-SAME: mma_regs = 232 : i64
 // D128DEF-SAME: warp_producer = true
 // ND128FULL: deterministic = false
 // ND128FULL-SAME: mma_regs = 240 : i64
-// ND128FULL-SAME: warp_producer = false
+// ND128FULL-SAME: warp_producer = true
 // D128DEF: scf.if %{{.*}} -> (i32, i32,
 // D128DEF-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
 // D128DEF-NOT: llvm.nvvm.ex2.approx.ftz.f

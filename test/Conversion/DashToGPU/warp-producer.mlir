@@ -4,13 +4,12 @@
 // have no predicate operand, and kv-via-ds's copy branch on it). ptxas then
 // keeps the walk in uniform registers; from a lane-0 branch each copy was a
 // loop moving its operands into uniform registers and the walk spilled.
-// Default: on for deterministic kernels but D = 64 full masks, and for
-// non-deterministic ones with the fused dS pass (all but D = 128 full
-// masks; bench/NOTES.md sections 36, 38). Off, lane 0 of the warp runs the
-// walk alone. Refused for cp.async kernels.
+// Default: on for TMA kernels but deterministic D = 64 full-mask ones
+// (bench/NOTES.md sections 36, 38). Off, lane 0 of the warp runs the walk
+// alone. Refused for cp.async kernels.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
-// RUN: sed 's/deterministic = true/deterministic = false/; s/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=LANE0
+// RUN: sed 's/deterministic = true/deterministic = false/; s/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: sed 's/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=LANE0
 // RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=warp-producer=1" --canonicalize --cse | FileCheck %s
