@@ -240,7 +240,7 @@ std::string parseManifest(const std::string &text, const std::string &path,
   const std::pair<const char *, bool *> flags[] = {
       {"dkdv_direct", &m.dkdvDirect},   {"dkdv_bulk", &m.dkdvBulk},
       {"stats_in_main", &m.statsInMain}, {"pdl", &m.pdl},
-      {"dq_in_main", &m.dqInMain}};
+      {"dq_in_main", &m.dqInMain},       {"counted_adds", &m.countedAdds}};
   for (auto [name, value] : flags)
     if (const json::Value *v = root.get(name)) {
       if (!v->isBool())
@@ -258,10 +258,13 @@ std::string parseManifest(const std::string &text, const std::string &path,
       {"stats_in_main", m.statsInMain, m.usesTensorMaps(),
        "a TMA kernel (its producer waits for a head's statistics before "
        "their tensor-map loads)"},
+      {"counted_adds", m.countedAdds, !m.deterministic && m.usesTensorMaps(),
+       "a non-deterministic TMA kernel (deterministic ones always count)"},
       {"dq_in_main", m.dqInMain,
-       m.deterministic && m.usesTensorMaps() && m.dkdvDirect,
-       "a deterministic TMA kernel that writes dk/dv itself "
-       "(\"dkdv_direct\")"},
+       (m.deterministic || m.countedAdds) && m.usesTensorMaps() &&
+           m.dkdvDirect,
+       "a TMA kernel that counts its dQ adds (deterministic, or "
+       "\"counted_adds\") and writes dk/dv itself (\"dkdv_direct\")"},
   };
   for (const auto &f : needs)
     if (f.set && !f.allowed)

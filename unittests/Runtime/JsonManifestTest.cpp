@@ -201,10 +201,24 @@ TEST(Manifest, MalformedFieldsAreNamed) {
       // dq_in_main needs the semaphores' ticket and the TMA kernels' layout.
       {replaced(good, "\"threads\": 256",
                 "\"threads\": 256, \"dkdv_direct\": true, \"dq_in_main\": true"),
-       "\"dq_in_main\": true needs a deterministic TMA kernel"},
+       "\"dq_in_main\": true needs a TMA kernel that counts its dQ adds"},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"counted_adds\": 1"),
+       "\"counted_adds\" must be true or false"},
+      // Deterministic kernels always count; a counted kernel is a TMA one.
+      {replaced(withTensorMaps(good, "i64", 1), "\"threads\": 256",
+                "\"threads\": 256, \"counted_adds\": true"),
+       "\"counted_adds\": true needs a non-deterministic TMA kernel"},
+      {replaced(replaced(good, "\"deterministic\": true", "\"deterministic\": false"),
+                "\"threads\": 256", "\"threads\": 256, \"counted_adds\": true"),
+       "\"counted_adds\": true needs a non-deterministic TMA kernel"},
+      // A non-deterministic kernel that does not count cannot write dq.
+      {replaced(replaced(withTensorMaps(good, "i64", 1), "\"deterministic\": true",
+                         "\"deterministic\": false"),
+                "\"threads\": 256", "\"threads\": 256, \"dkdv_direct\": true, \"dq_in_main\": true"),
+       "\"dq_in_main\": true needs a TMA kernel that counts its dQ adds"},
       {replaced(withTensorMaps(good, "i64", 1), "\"threads\": 256",
                 "\"threads\": 256, \"dq_in_main\": true"),
-       "that writes dk/dv itself"},
+       "writes dk/dv itself (\"dkdv_direct\")"},
       {withTensorMaps(good, "i64", 2), "\"tensor_maps\" must have rank 1"},
       {withTensorMaps(good, "f32", 1), "\"tensor_maps\" must have elt \"i64\""},
       {replaced(withTensorMaps(good, "i64", 1), "\"head_dim\": 128", "\"head_dim\": 96"),
@@ -329,3 +343,20 @@ TEST(Manifest, DirectoryErrors) {
 }
 
 } // namespace
+
+// A non-deterministic TMA kernel that counts its dQ adds may write dq itself.
+TEST(Manifest, CountedNonDeterministicKernelWritesDq) {
+  const std::string good = readText(goodPath());
+  Manifest m;
+  std::string err = parseManifest(
+      replaced(replaced(withTensorMaps(good, "i64", 1), "\"deterministic\": true",
+                        "\"deterministic\": false"),
+               "\"threads\": 256",
+               "\"threads\": 256, \"counted_adds\": true, \"dkdv_direct\": true, "
+               "\"dq_in_main\": true"),
+      "x.json", m);
+  ASSERT_EQ(err, "");
+  EXPECT_FALSE(m.deterministic);
+  EXPECT_TRUE(m.countedAdds);
+  EXPECT_TRUE(m.dqInMain);
+}

@@ -235,6 +235,16 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "the units left idle by the last round do the postprocess's dQ "
            "pass, which then runs only for GQA's dK/dV; 0: the postprocess "
            "writes dQ; -1: the default, 1 where allowed">,
+    Option<"countedAdds", "counted-adds", "int64_t", /*default=*/"-1",
+           "non-deterministic kernels with mma=wgmma and loads=tma: 1 makes "
+           "the dQ reducers count their adds as the deterministic ones do: "
+           "a row's rank-0 hand-off stores its partial (dq_accum is not "
+           "zeroed), every later one waits only until that store has landed "
+           "(the row's semaphore >= 1, not its turn) and adds, and each "
+           "releases the semaphore once its adds completed, so dq-in-main "
+           "can convert finished tiles; 0: unordered adds into a zeroed "
+           "dq_accum, counted by nothing; -1: the default (deterministic "
+           "kernels always count)">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

@@ -77,10 +77,15 @@ struct Manifest {
   /// by TMA through two more tensor maps, 7 and 8 (TMA kernels that write
   /// dk/dv themselves).
   bool dkdvBulk = false;
-  /// Optional "dq_in_main": the main kernel writes dq itself (deterministic
-  /// TMA kernels, from a ticket word after the semaphores), so the
-  /// postprocess only runs for GQA's dk/dv.
+  /// Optional "dq_in_main": the main kernel writes dq itself (TMA kernels
+  /// whose dQ adds are counted, from a ticket word after the semaphores),
+  /// so the postprocess only runs for GQA's dk/dv.
   bool dqInMain = false;
+  /// Optional "counted_adds": a non-deterministic TMA kernel whose dQ
+  /// reducers count their adds on the semaphores as the deterministic ones
+  /// do (rank 0 stores first, later ranks add in any order), so it can write
+  /// dq itself (convert-dash-to-gpu counted-adds=1).
+  bool countedAdds = false;
   /// Optional "stats_in_main": the main kernel computes dPsum and lse_log2
   /// itself (the preprocess only zeroes); the semaphore buffer then ends in
   /// a statistics ticket and a row count per query head (docs/Runtime.md).

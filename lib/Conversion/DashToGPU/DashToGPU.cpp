@@ -56,6 +56,7 @@ struct ConvertDashToGPUPass
     o.wgTurns = wgTurns;
     o.statsInAcc = statsInAcc;
     o.dqInMain = dqInMain;
+    o.countedAdds = countedAdds;
     o.ablateExp2 = ablateExp2;
     o.ablateRankWait = ablateRankWait;
     o.traceTimeline = traceTimeline;
@@ -149,6 +150,10 @@ struct ConvertDashToGPUPass
         config.append("wg_turns", b.getI64IntegerAttr(w.wgTurns));
       if (tma && op.getDeterministic())
         config.append("dq_in_main", b.getBoolAttr(w.dqInMain));
+      else if (tma)
+        config.append("counted_adds", b.getBoolAttr(w.countedAdds));
+      if (tma && !op.getDeterministic() && w.countedAdds)
+        config.append("dq_in_main", b.getBoolAttr(w.dqInMain));
       if (r.traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(r.traceTimeline));
     }
@@ -158,7 +163,7 @@ struct ConvertDashToGPUPass
     if (tmaWgmma) {
       dqLayout = {r.bm, D};
       config.append("dq_accum_map", b.getStringAttr("tiles"));
-      if (op.getDeterministic())
+      if (w.countedAdds)
         config.append("dq_accum_init", b.getStringAttr("rank0-store"));
     }
     config.append("debug_spin_limit", b.getI64IntegerAttr(debugSpinLimit));
@@ -173,7 +178,7 @@ struct ConvertDashToGPUPass
                        w.dkdvBulk ? kTensorMapCountDkdvBulk : kTensorMapCount);
     b.setInsertionPointToStart(gpuModule.getBody());
     DqAccumInit dqInit;
-    if (tmaWgmma && op.getDeterministic()) {
+    if (tmaWgmma && w.countedAdds) {
       dqInit.rankZeroStores = true;
       dqInit.causalBottomRight =
           op.getMask() == Mask::Causal &&

@@ -196,9 +196,13 @@ struct Kernel {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                  g.idx(0));
   }
-  /// Spins (the calling thread) with acquire loads until *semPtr == rank.
-  /// `where` = {unit, b, h, q} identifies the wait in a debug report.
-  void spinUntil(Value semPtr, Value rank, ArrayRef<Value> where) {
+  /// Spins (the calling thread) with acquire loads until *semPtr == rank
+  /// (atLeast: >= rank). `where` = {unit, b, h, q} identifies the wait in a
+  /// debug report.
+  void spinUntil(Value semPtr, Value rank, ArrayRef<Value> where,
+                 bool atLeast = false) {
+    const auto unmet =
+        atLeast ? arith::CmpIPredicate::slt : arith::CmpIPredicate::ne;
     Value rank32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), rank);
     Type i32 = b.getI32Type(), i64 = b.getI64Type();
     Value zero64 = arith::ConstantIntOp::create(b, loc, 0, 64);
@@ -209,8 +213,7 @@ struct Kernel {
           Value seen = LLVM::LoadOp::create(
               nb, l, i32, semPtr, /*alignment=*/4, false, false, false, false,
               LLVM::AtomicOrdering::acquire, "device");
-          Value wait = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
-                                             seen, rank32);
+          Value wait = arith::CmpIOp::create(nb, l, unmet, seen, rank32);
           if (spinLimit > 0) { // give up after spinLimit polls
             Value under = arith::CmpIOp::create(
                 nb, l, arith::CmpIPredicate::slt, iter[1],
@@ -227,8 +230,7 @@ struct Kernel {
     if (spinLimit <= 0)
       return;
     Value seen = loopOp.getResult(0), spins = loopOp.getResult(1);
-    Value stuck = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, seen,
-                                        rank32);
+    Value stuck = arith::CmpIOp::create(b, loc, unmet, seen, rank32);
     g.when(stuck, [&] { reportStuck(where, rank, seen, spins); });
   }
   /// Debug kernels, a wait that gave up: claim the record (first CTA wins),
@@ -593,6 +595,11 @@ struct WgmmaConfig {
   /// TMA kernels: the whole of warp 10 runs the producer, one elected lane
   /// issuing (warp-producer=1; WgmmaProducer.cpp), else lane 0 alone.
   bool warpProducer = false;
+  /// The reducers carry each hand-off's rank, rank 0 stores, and every
+  /// hand-off releases the row's semaphore once its adds completed: always
+  /// in deterministic TMA kernels, and in non-deterministic ones with
+  /// counted-adds=1, whose later ranks wait only for rank 0's store.
+  bool countedAdds = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

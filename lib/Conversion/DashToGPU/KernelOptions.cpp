@@ -42,6 +42,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
       wgTurns = o.wgTurns,
       statsInAcc = o.statsInAcc,
       dqInMain = o.dqInMain,
+      countedAdds = o.countedAdds,
       ablateExp2 = o.ablateExp2,
       ablateRankWait = o.ablateRankWait,
       traceTimeline = o.traceTimeline;
@@ -325,17 +326,28 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   int64_t dsWait = !dsFused ? -1
                    : dsWaitChunk >= 0 ? int64_t(dsWaitChunk)
                                       : chunks / 2;
+  if (failed(checkOption("counted-adds", countedAdds, -1, 1, "0 or 1")))
+    return failure();
+  if (countedAdds == 1 && !(tmaWgmma && !op.getDeterministic()))
+    return op.emitOpError()
+           << "counted-adds=1 needs a non-deterministic kernel with "
+              "mma=wgmma and loads=tma (deterministic ones always count)";
+  if (countedAdds == 0 && op.getDeterministic())
+    return op.emitOpError() << "counted-adds=0 needs a non-deterministic "
+                               "kernel (the ordered adds are counted)";
+  // Default off (not measured yet).
+  bool counted = tmaWgmma && (op.getDeterministic() || countedAdds == 1);
   if (failed(checkOption("dq-in-main", dqInMain, -1, 1, "0 or 1")))
     return failure();
   // It needs the semaphores (a tile is finished when its semaphore
   // reaches the tile's KV count) and the tiles layout of dq_accum.
-  bool detTma = tmaWgmma && op.getDeterministic();
-  if (dqInMain == 1 && !detTma)
-    return op.emitOpError() << "dq-in-main=1 needs a deterministic kernel "
-                               "with mma=wgmma and loads=tma (a dQ tile is "
-                               "known finished by its semaphore)";
+  if (dqInMain == 1 && !counted)
+    return op.emitOpError()
+           << "dq-in-main=1 needs a kernel with mma=wgmma and loads=tma "
+              "whose adds are counted (deterministic, or counted-adds=1: a "
+              "dQ tile is known finished by its semaphore)";
   // Default on: the units the last round leaves idle do the dQ pass.
-  bool dqMain = detTma && dqInMain != 0;
+  bool dqMain = counted && dqInMain != 0;
   if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
     return failure();
   if (traceTimeline != 0 && !tmaWgmma)
@@ -428,7 +440,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           traceTimeline == 2, stEarly, chunks,
                           ablateExp2 == 1, dqMain,  noRankWait,
                           dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
-                          statsMain, pdlOn, warpProd};
+                          statsMain, pdlOn, warpProd, counted};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

@@ -691,7 +691,7 @@ void WgmmaMain::emitMma() {
                                          g.idx(0)),
                    [&] {
                      w.storeHandOff(w.i32of(qt), w.handOffSlot(qbuf, 0));
-                     if (det)
+                     if (config.countedAdds)
                        w.storeHandOff(
                            LLVM::LoadOp::create(b, loc, w.i32,
                                                 w.stepTileSlot(buf, 1), 4),

@@ -59,7 +59,7 @@ void WgmmaMain::emitProducer() {
         // The step's Q tile before the wait: once the stage is free only
         // the copies remain (the MMA warps wait on them).
         Value qt = visit(it, step);
-        Value rank = det ? rankOf(it, qt) : Value();
+        Value rank = config.countedAdds ? rankOf(it, qt) : Value();
         Value q0 = g.mul(qt, g.idx(bm));
         Value full = w.mbar(kFullQ, stage);
         w.mbarWait(w.mbar(kEmptyQ, stage), g.sub(g.idx(1), parity),
@@ -69,7 +69,7 @@ void WgmmaMain::emitProducer() {
         if (w.issuePred) {
           // The elected lane's store, no branch (racecheck flags a word
           // written by a warp's 32; a branch would split the uniform walk).
-          if (det)
+          if (config.countedAdds)
             w.ptx("st.shared.v2.b32 [$0], {$1, $2};",
                   {w.stepTileSlot(stage), w.i32of(qt), w.i32of(rank)},
                   w.issuePred);
@@ -78,7 +78,7 @@ void WgmmaMain::emitProducer() {
                   {w.stepTileSlot(stage), w.i32of(qt)}, w.issuePred);
         } else {
           LLVM::StoreOp::create(b, loc, w.i32of(qt), w.stepTileSlot(stage), 4);
-          if (det)
+          if (config.countedAdds)
             LLVM::StoreOp::create(b, loc, w.i32of(rank),
                                   w.stepTileSlot(stage, 1), 4);
         }

@@ -99,7 +99,8 @@ void WgmmaMain::emitReducers() {
               {
                 OpBuilder::InsertionGuard fg(b);
                 b.setInsertionPointToStart(&fields.getThenRegion().front());
-                Value r = det ? w.loadHandOff(w.handOffSlot(buf, 1))
+                Value r = config.countedAdds
+                              ? w.loadHandOff(w.handOffSlot(buf, 1))
                               : w.c32(0);
                 scf::YieldOp::create(
                     b, loc,
@@ -112,7 +113,7 @@ void WgmmaMain::emitReducers() {
                                                   v);
               };
               qt = toIndex(fields.getResult(0));
-              if (det) {
+              if (config.countedAdds) {
                 rank32 = fields.getResult(1);
                 rank = toIndex(rank32);
               }
@@ -142,7 +143,7 @@ void WgmmaMain::emitReducers() {
                           w.i32of(it.h)),
                       w.i32of(k.dim(kSem, 2))),
                   w.i32of(qt));
-              if (det)
+              if (config.countedAdds)
                 semPtr = w.linearPtr(kSem, tile, 4);
               // dq-kv-split: the whole tile is in at once, one add.
               const int64_t adds = split ? 1 : 2;
@@ -156,10 +157,15 @@ void WgmmaMain::emitReducers() {
                   phase(kPhRedFull1);
                 }
                 g.when(lane0, [&] {
-                  if (det && part == 0) {
-                    // (ablate-rank-wait: diagnostic, no ordering.)
-                    if (!config.ablateRankWait)
+                  if (config.countedAdds && part == 0) {
+                    // Deterministic: the row's turn (ablate-rank-wait:
+                    // diagnostic, no ordering). Counted non-deterministic:
+                    // rank 0's store has landed (rank 0 waits for nothing).
+                    if (det && !config.ablateRankWait)
                       k.spinUntil(semPtr, rank, {unit, it.bb, it.h, qt});
+                    else if (!det)
+                      k.spinUntil(semPtr, g.minIdx(rank, g.idx(1)),
+                                  {unit, it.bb, it.h, qt}, /*atLeast=*/true);
                     NVVM::FenceProxyOp::create(
                         b, loc, NVVM::ProxyKind::async_global, nullptr);
                     phase(kPhRedRank);
@@ -170,8 +176,8 @@ void WgmmaMain::emitReducers() {
                         b, loc, dst.getType(), w.i32, dst,
                         ArrayRef<LLVM::GEPArg>{L.dQPartBytes() / 4});
                   Value src = g.add(staging, g.idx(part * addBytes));
-                  // Deterministic: rank 0 stores (dq_accum is not zeroed).
-                  if (det)
+                  // Counted: rank 0 stores (dq_accum is not zeroed).
+                  if (config.countedAdds)
                     w.bulkStoreOrAdd(dst, src, w.c32(addBytes), rank32);
                   else
                     w.bulkReduceAdd(dst, src, w.c32(addBytes));
@@ -187,7 +193,9 @@ void WgmmaMain::emitReducers() {
                 w.barArrive(bufBarrier(kBarEmpty, buf, wgPart),
                             kHandOffThreads);
               });
-              if (det) // the adds complete before the row's next rank goes
+              // Counted: the adds complete before the row's next rank goes
+              // (or the dQ conversion reads the tile).
+              if (config.countedAdds)
                 g.when(lane0, [&] {
                   NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr());
                   NVVM::FenceProxyOp::create(
