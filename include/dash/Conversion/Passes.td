@@ -243,7 +243,7 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "(the row's semaphore >= 1, not its turn) and adds, and each "
            "releases the semaphore once its adds completed, so dq-in-main "
            "can convert finished tiles; 0: unordered adds into a zeroed "
-           "dq_accum, counted by nothing; -1: the default (deterministic "
+           "dq_accum, counted by nothing; -1: the default, 1 (deterministic "
            "kernels always count)">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "

@@ -9,7 +9,7 @@
 // rank: the option leaves them as they are.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=SHIPPED
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ablate-rank-wait=1" --canonicalize --cse | FileCheck %s --check-prefix=ABLATE
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ablate-rank-wait=1" --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ablate-rank-wait=1 counted-adds=0" --canonicalize --cse | FileCheck %s --check-prefix=NONDET
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ablate-rank-wait=2" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async ablate-rank-wait=1" 2>&1 | FileCheck %s --check-prefix=CPASYNC
 

@@ -5,17 +5,18 @@
 // f32 sums (all loads before the first store), scale them and store bf16 to
 // dq. The next ticket is drawn before the waits. The preprocess zeroes the
 // ticket; the postprocess keeps only GQA's dK/dV (its dq_accum loads go).
-// Non-deterministic kernels with counted-adds=1 count their adds too: the
+// Non-deterministic kernels count their adds too (counted-adds, default 1): the
 // producer hands each step's rank over, rank 0 stores, later ranks wait
 // (acquire) only until the row's semaphore is >= 1 (min(rank, 1): rank 0
 // waits for nothing), every hand-off releases the semaphore once its adds
 // completed, and the same conversion follows the walks.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-in-main=0" --canonicalize --cse | FileCheck %s --check-prefix=OFF
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=counted-adds=0" --canonicalize --cse | FileCheck %s --check-prefix=NONDET
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-in-main=2" 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-in-main=1" 2>&1 | FileCheck %s --check-prefix=REFUSE
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=counted-adds=1" --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-in-main=1 counted-adds=0" 2>&1 | FileCheck %s --check-prefix=REFUSE
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=COUNTED
 // RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=counted-adds=1" --canonicalize --cse | FileCheck %s --check-prefix=COUNTED
 // RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=counted-adds=1 dq-in-main=0" --canonicalize --cse | FileCheck %s --check-prefix=OFF
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=counted-adds=1" 2>&1 | FileCheck %s --check-prefix=CDET

@@ -10,7 +10,7 @@
 // The postprocess's dQ pass is checked with dq-in-main=0 (by default the
 // deterministic main kernel writes dQ itself: dq-in-main.mlir).
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-in-main=0" --canonicalize --cse | FileCheck %s
-// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=NONDET
+// RUN: sed 's/deterministic = true/deterministic = false/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=counted-adds=0" --canonicalize --cse | FileCheck %s --check-prefix=NONDET
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-in-main=0" --canonicalize --cse | FileCheck %s --check-prefix=D64
 // RUN: sed 's/align = bottom_right/align = top_left/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=TOPLEFT
 
