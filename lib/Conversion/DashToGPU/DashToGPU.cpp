@@ -89,8 +89,7 @@ struct ConvertDashToGPUPass
     const WgmmaConfig &w = r.wgmma;
     Type elt = r.elt;
     int64_t D = r.D;
-    const bool tma = r.useWgmma && w.tma, tmaWgmma = tma;
-    const int64_t debugSpinLimit = this->debugSpinLimit;
+    const bool tma = r.useWgmma && w.tma;
 
     MLIRContext *ctx = &getContext();
     Location loc = op.getLoc();
@@ -148,19 +147,17 @@ struct ConvertDashToGPUPass
         config.append("stats_in_acc", b.getI64IntegerAttr(w.statsInAcc));
       if (w.dqKvSplit)
         config.append("wg_turns", b.getI64IntegerAttr(w.wgTurns));
-      if (tma && op.getDeterministic())
-        config.append("dq_in_main", b.getBoolAttr(w.dqInMain));
-      else if (tma)
+      if (tma && !op.getDeterministic())
         config.append("counted_adds", b.getBoolAttr(w.countedAdds));
-      if (tma && !op.getDeterministic() && w.countedAdds)
+      if (w.countedAdds) // (only TMA kernels count their adds)
         config.append("dq_in_main", b.getBoolAttr(w.dqInMain));
-      if (r.traceTimeline != 0)
-        config.append("trace_timeline", b.getI64IntegerAttr(r.traceTimeline));
+      if (traceTimeline != 0)
+        config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }
     // TMA WGMMA kernels keep dq_accum in their staging order, whole tiles
     // (DqAccumLayout; the runtime pads its rows to block_m).
     DqAccumLayout dqLayout;
-    if (tmaWgmma) {
+    if (tma) {
       dqLayout = {r.bm, D};
       config.append("dq_accum_map", b.getStringAttr("tiles"));
       if (w.countedAdds)
@@ -178,7 +175,7 @@ struct ConvertDashToGPUPass
                        w.dkdvBulk ? kTensorMapCountDkdvBulk : kTensorMapCount);
     b.setInsertionPointToStart(gpuModule.getBody());
     DqAccumInit dqInit;
-    if (tmaWgmma && w.countedAdds) {
+    if (w.countedAdds) {
       dqInit.rankZeroStores = true;
       dqInit.causalBottomRight =
           op.getMask() == Mask::Causal &&

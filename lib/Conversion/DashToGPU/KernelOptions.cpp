@@ -452,7 +452,6 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                             << D << " needs " << sharedBytes
                             << " B of shared memory (> 227 KiB)";
 
-  return ResolvedKernel{elt,      D,           bm,           bn,
-                        useWgmma, useSync,     nthreads,     sharedBytes,
-                        traceTimeline, wgmmaConfig};
+  return ResolvedKernel{elt,     D,        bm,       bn,         useWgmma,
+                        useSync, nthreads, sharedBytes, wgmmaConfig};
 }

@@ -23,7 +23,6 @@ struct ResolvedKernel {
   bool useWgmma = false, useSync = false; // else the CUDA-core form
   int64_t nthreads = 0;
   int64_t sharedBytes = 0; // the main kernel's
-  int64_t traceTimeline = 0;
   WgmmaConfig wgmma; // the WGMMA form's choices (set for every form)
 };
 
