@@ -97,7 +97,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "mma=wgmma: registers per MMA thread after setmaxnreg, 240 "
            "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 for "
            "deterministic D = 128 kernels, whose dQ reducers wait on the "
-           "ordered adds, else 240">,
+           "ordered adds, and non-deterministic ones with the fused dS pass "
+           "(causal), else 240">,
     Option<"earlyKv", "early-kv", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 frees K/V after the item's last dQ "
            "(the next item's K/V load overlaps the last hand-off and the "
@@ -134,8 +135,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "where warp 11 stores them by TMA (two more tensor maps, dk and "
            "dv) once the next item's K/V have landed, so the MMA warps start "
            "the next walk meanwhile; 0 writes them from registers; -1: the "
-           "default (1 where it fits for non-deterministic kernels and "
-           "deterministic full-mask ones, else 0: bench/NOTES.md section 33)">,
+           "default (1 where it fits for full-mask kernels, else 0: "
+           "bench/NOTES.md sections 33, 38)">,
     Option<"pdl", "pdl", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 makes the main kernel a programmatic "
            "dependent of the preprocess (the manifest says \"pdl\": true and "
@@ -151,8 +152,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "warp 10, converged, one elected lane issuing each copy and "
            "expect-tx arrival as a predicated instruction (ptxas keeps the "
            "walk in uniform registers: no per-copy loop, no spills); 0 on "
-           "lane 0 alone; -1: the default (1 for deterministic kernels but D "
-           "= 64 full masks, 0 otherwise: bench/NOTES.md section 36)">,
+           "lane 0 alone; -1: the default (1 but for deterministic D = 64 "
+           "full-mask kernels: bench/NOTES.md sections 36, 38)">,
     Option<"statsInMain", "stats-in-main", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 makes the main kernel compute dPsum "
            "and lse_log2 itself: all its threads first compute the rows of "
@@ -188,16 +189,16 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "exp2 (c + min(p, 0) = c), so ptxas cannot hoist every FFMA of "
            "the pass ahead of its MUFU.EX2s; N must "
            "divide the thread's S^T values (64 at D = 64, 32 at D = 128); 1 "
-           "is one pass; -1: the default (8 at 128-row Q tiles, 4 in "
-           "deterministic causal TMA kernels on 64-row tiles, else 1)">,
+           "is one pass; -1: the default (8 at 128-row Q tiles, 4 in causal "
+           "TMA kernels on 64-row tiles, else 1)">,
     Option<"dsInPass", "ds-in-pass", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 computes dS = P (dP - dPsum) inside "
            "the exp2 pass: each masked / unmasked branch runs the pass, the "
            "wait for dP^T, the dS math and the dS^T stores as one block, so "
            "ptxas can schedule the dS math under the pass's exp2s; 0: the dS "
-           "pass after the exp2 pass's join; -1: the default, 1 in "
-           "deterministic kernels on 128-row Q tiles (D = 64) and in "
-           "deterministic causal ones on 64-row tiles (D = 128), else 0">,
+           "pass after the exp2 pass's join; -1: the default, 1 on 128-row "
+           "Q tiles (D = 64) and in causal kernels on 64-row tiles (D = "
+           "128), else 0">,
     Option<"dsWaitChunk", "ds-wait-chunk", "int64_t", /*default=*/"-1",
            "with ds-in-pass=1: the wait for dP^T after this many chunks of "
            "the exp2 pass (0 .. exp2-chunks; 0: before the pass); -1: the "
@@ -227,8 +228,8 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "acc); 0: neither; -1: the default, 1 on 128-row Q tiles (D = 64, "
            "where the statistics were read at use), else 0">,
     Option<"dqInMain", "dq-in-main", "int64_t", /*default=*/"-1",
-           "deterministic kernels with mma=wgmma and loads=tma: 1 makes the "
-           "main kernel write dQ: once a unit's walk is done, its MMA "
+           "mma=wgmma with loads=tma, adds counted (deterministic, or "
+           "counted-adds): 1 makes the main kernel write dQ: once a unit's walk is done, its MMA "
            "warpgroups take finished dQ tiles from a ticket counter (a tile "
            "is finished when its semaphore reaches the number of KV tiles "
            "covering it), scale them and store them in the output type, so "
