@@ -4,7 +4,8 @@
 // of dash_bwd_main share while they are emitted (the kernel and its
 // builder, the configuration, the shapes, the unit's walk). MainWgmma.cpp
 // sets it up and splits the roles; WgmmaProducer.cpp, WgmmaReducers.cpp and
-// WgmmaMma.cpp emit one role each.
+// WgmmaMma.cpp emit one role each (the MMA role's dQ hand-off and dK/dV
+// epilogue in WgmmaDqHandOff.cpp and WgmmaDkdvEpilogue.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +81,31 @@ struct WgmmaMain {
   /// (WgmmaDkdvStorer.cpp).
   void emitDkdvStorer();
   void emitMma();
+
+  /// An MMA thread's place: its warpgroup (0 | 1), warp in the group, lane,
+  /// the row and column its m64nN accumulator fragments start at, and the
+  /// warpgroup's first KV row of the tile (64 wg). Built from a thread id
+  /// where it is used (WgmmaMma.cpp: an opaque copy per step).
+  struct MmaThread {
+    Value wg, wi, lane, fragRow, fragCol, wgRows;
+  };
+  MmaThread mmaThread(Value t);
+  /// Accumulator register r of m64nN: row fragRow + 8((r/2)%2), column
+  /// 8(r/4) + fragCol + r%2.
+  Value rowOf(const MmaThread &t, int64_t r);
+  Value colOf(const MmaThread &t, int64_t r);
+  /// The MMA warpgroups' hand-off of a step's dQ partial `dqs` (one
+  /// accumulator, or dq-kv-split's two Q halves) to the reducer: staging
+  /// buffer (first + step) % dqBufs, the stage `buf`'s Q tile `qt`
+  /// (WgmmaDqHandOff.cpp). `phase` stamps trace-timeline=2's phases.
+  void emitDqHandOff(const MmaThread &t, Value first, Value step, Value qt,
+                     Value buf, ArrayRef<Value> dqs,
+                     function_ref<void(int64_t)> phase);
+  /// After an item's walk: its dV and dK accumulators to dv / dk (bf16,
+  /// directly or, dkdv-bulk, through the storer warp) or, with GQA, as f32
+  /// partials to dv_accum / dk_accum (WgmmaDkdvEpilogue.cpp).
+  void emitDkdvEpilogue(const Item &it, Value first, Value kv0,
+                        const MmaThread &t, Value accV, Value accK);
   /// stats-in-main (WgmmaStats.cpp): the chunk counts (before any role),
   /// the first round's rows by every thread, the rest by warp 11, and the
   /// producer's wait for a head's rows before its statistics loads.

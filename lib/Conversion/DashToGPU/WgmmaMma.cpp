@@ -13,6 +13,25 @@ using namespace mlir::dash;
 using namespace mlir::dash::detail;
 using namespace mlir::dash::detail::wgmma;
 
+WgmmaMain::MmaThread WgmmaMain::mmaThread(Value t) {
+  MmaThread m;
+  m.wg = g.div(t, g.idx(128)); // 0 | 1
+  m.wi = g.rem(g.div(t, g.idx(32)), g.idx(4)); // warp in group
+  m.lane = g.rem(t, g.idx(32));
+  m.fragRow = g.add(g.mul(m.wi, g.idx(16)), g.div(m.lane, g.idx(4)));
+  m.fragCol = g.mul(g.rem(m.lane, g.idx(4)), g.idx(2));
+  m.wgRows = g.mul(m.wg, g.idx(64)); // this warpgroup's KV rows
+  return m;
+}
+
+Value WgmmaMain::rowOf(const MmaThread &t, int64_t r) {
+  return g.add(t.fragRow, g.idx(8 * ((r / 2) % 2)));
+}
+
+Value WgmmaMain::colOf(const MmaThread &t, int64_t r) {
+  return g.add(t.fragCol, g.idx(8 * (r / 4) + r % 2));
+}
+
 void WgmmaMain::emitMma() {
   b.setInsertionPointToStart(&roles.getThenRegion().front());
   NVVM::SetMaxRegisterOp::create(
@@ -33,15 +52,8 @@ void WgmmaMain::emitMma() {
   // descriptors) are rebuilt inside every step from an opaque copy of the
   // thread id and of the window address: otherwise LLVM hoists the dozens of
   // 64-bit addresses out of the walk and the accumulators spill.
-  Value wg, wi, lane, fragRow, fragCol, wgRows;
-  auto threadValues = [&](Value t) {
-    wg = g.div(t, g.idx(128)); // 0 | 1
-    wi = g.rem(g.div(t, g.idx(32)), g.idx(4)); // warp in group
-    lane = g.rem(t, g.idx(32));
-    fragRow = g.add(g.mul(wi, g.idx(16)), g.div(lane, g.idx(4)));
-    fragCol = g.mul(g.rem(lane, g.idx(4)), g.idx(2));
-    wgRows = g.mul(wg, g.idx(64)); // this warpgroup's KV rows
-  };
+  MmaThread th;
+  auto threadValues = [&](Value t) { th = mmaThread(t); };
   // Descriptors, built where they are used (short live ranges). Q/dO are
   // also N-major B operands: their panels are bm rows x 128 B apart;
   // K-major operands do not use LBO (1 by convention).
@@ -50,7 +62,7 @@ void WgmmaMain::emitMma() {
     return w.desc(g.add(at(off), g.mul(buf, g.idx(L.qBytes()))), bm * 128);
   };
   auto rowsDesc = [&](int64_t off) { // this warpgroup's 64 rows of a tile
-    return w.desc(g.add(at(off), g.mul(wgRows, g.idx(128))), 16);
+    return w.desc(g.add(at(off), g.mul(th.wgRows, g.idx(128))), 16);
   };
   // dQ = dS K is split between the warpgroups by Q rows when the Q tile has
   // 128 (warpgroup w: rows 64w.., all D columns) and by D columns when it
@@ -60,8 +72,8 @@ void WgmmaMain::emitMma() {
   auto dqBDesc = [&] { // K as the N-major B
     if (dqByRows)
       return w.desc(at(L.k()), kBn * 128);
-    Value kHalf = D == 128 ? g.add(at(L.k()), g.mul(wg, g.idx(kBn * 128)))
-                           : g.add(at(L.k()), g.mul(wg, g.idx(64)));
+    Value kHalf = D == 128 ? g.add(at(L.k()), g.mul(th.wg, g.idx(kBn * 128)))
+                           : g.add(at(L.k()), g.mul(th.wg, g.idx(64)));
     return w.desc(kHalf, kBn * 128);
   };
   // The dS^T buffer of the step in stage `buf`, built where it is used:
@@ -73,7 +85,7 @@ void WgmmaMain::emitMma() {
   auto dqADesc = [&](Value buf) { // dS as the M-major A: panel w, or 0
     Value a = dsTile(buf);
     if (dqByRows)
-      a = g.add(a, g.mul(wg, g.idx(kBn * 128)));
+      a = g.add(a, g.mul(th.wg, g.idx(kBn * 128)));
     return w.desc(a, kBn * 128);
   };
   // K-step kk of a K-major operand of `rows`-row panels: 32 B into panel
@@ -93,14 +105,6 @@ void WgmmaMain::emitMma() {
                       kk == 0);
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     return acc;
-  };
-  // Accumulator register r of m64nN: row fragRow + 8((r/2)%2), column
-  // 8(r/4) + fragCol + r%2.
-  auto rowOf = [&](int64_t r) {
-    return g.add(fragRow, g.idx(8 * ((r / 2) % 2)));
-  };
-  auto colOf = [&](int64_t r) {
-    return g.add(fragCol, g.idx(8 * (r / 4) + r % 2));
   };
   Value tidMma = tid;
   // stats-in-acc=2: S^T's accumulator starts at lse_log2 times -1 / c.
@@ -214,7 +218,7 @@ void WgmmaMain::emitMma() {
                            .getResult()
                      : Value();
           auto phase = [&](int64_t p) {
-            tracePhase(step, it.index, wg, phaseWho, p);
+            tracePhase(step, it.index, th.wg, phaseWho, p);
           };
           phase(kPhTop);
           // The walk's last step (built where used: a value made here would
@@ -269,7 +273,7 @@ void WgmmaMain::emitMma() {
             SmallVector<Value> v;
             auto v2f = VectorType::get({2}, w.f32);
             for (int64_t j = 0; j < bm / 8; ++j) {
-              Value c = g.add(fragCol, g.idx(8 * j));
+              Value c = g.add(th.fragCol, g.idx(8 * j));
               Value pair = LLVM::LoadOp::create(
                   b, loc, v2f, w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
               for (int64_t u = 0; u < 2; ++u)
@@ -289,7 +293,7 @@ void WgmmaMain::emitMma() {
               return v[2 * (r / 4) + r % 2];
             return LLVM::LoadOp::create(
                        b, loc, w.f32,
-                       w.sh(g.add(base, g.mul(colOf(r), g.idx(4)))))
+                       w.sh(g.add(base, g.mul(colOf(th, r), g.idx(4)))))
                 .getResult();
           };
 
@@ -319,7 +323,7 @@ void WgmmaMain::emitMma() {
           // the tensor cores run one warpgroup's S^T/dP^T after the
           // other's, so each one's exp2 pass overlaps the other's products.
           if (turns)
-            turnWait(wg, /*top=*/true);
+            turnWait(th.wg, /*top=*/true);
           // stats-in-acc: the accumulators start at this thread's values
           // (its Q columns, read in pairs: register r holds column
           // colOf(r)). S^T's (level 2) before the fence. dP^T's (level 1)
@@ -350,24 +354,24 @@ void WgmmaMain::emitMma() {
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
           phase(kPhSDone);
           auto passTurn = [&] {
-            w.barArrive(turnBarrier(g.sub(g.idx(1), wg)), kMmaThreads);
+            w.barArrive(turnBarrier(g.sub(g.idx(1), th.wg)), kMmaThreads);
           };
           if (turns == 1)
             passTurn();
 
           // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
           // row % 8 of every fragment row is lane / 4).
-          Value sw8 = g.div(lane, g.idx(4));
+          Value sw8 = g.div(th.lane, g.idx(4));
           auto v2 = VectorType::get({2}, w.bf16);
           auto storePair = [&](Value tile, int64_t r, Value x, Value y) {
             // Column (Q row) 8(r/4) + ..: panel r/32, chunk (r/4) % 8.
-            Value kvL = g.add(wgRows, rowOf(r));
+            Value kvL = g.add(th.wgRows, rowOf(th, r));
             Value chunk =
                 arith::XOrIOp::create(b, loc, g.idx((r / 4) % 8), sw8);
             Value byteOff = g.add(
                 g.add(g.idx((r / 32) * kBn * 128), g.mul(kvL, g.idx(128))),
                 g.add(g.mul(chunk, g.idx(16)),
-                      g.mul(g.rem(lane, g.idx(4)), g.idx(4))));
+                      g.mul(g.rem(th.lane, g.idx(4)), g.idx(4))));
             Value pair = vector::FromElementsOp::create(
                 b, loc, v2,
                 ValueRange{arith::TruncFOp::create(b, loc, w.bf16, x),
@@ -377,7 +381,7 @@ void WgmmaMain::emitMma() {
           };
           struct {
             Value q0, kv0, sq, sk, off;
-          } m{w.i32of(q0), w.i32of(g.add(kv0, wgRows)), w.i32of(Sq),
+          } m{w.i32of(q0), w.i32of(g.add(kv0, th.wgRows)), w.i32of(Sq),
               w.i32of(Sk), w.i32of(off)};
           // exp2-chunks: each chunk's FFMAs read the scale through the
           // previous chunk's last exp2, so ptxas cannot hoist them all ahead
@@ -397,11 +401,11 @@ void WgmmaMain::emitMma() {
           // part of the chunk XOR taken once: through swz per matrix every
           // kernel's code changes, not measured.)
           auto storeDsStmatrix = [&](ArrayRef<Value> packed) {
-            Value r8 = g.rem(lane, g.idx(8));
-            Value h = g.div(lane, g.idx(16));
+            Value r8 = g.rem(th.lane, g.idx(8));
+            Value h = g.div(th.lane, g.idx(16));
             Value rowOff = g.mul(
-                g.add(g.add(wgRows, g.mul(wi, g.idx(16))),
-                      g.add(g.mul(g.rem(g.div(lane, g.idx(8)), g.idx(2)),
+                g.add(g.add(th.wgRows, g.mul(th.wi, g.idx(16))),
+                      g.add(g.mul(g.rem(g.div(th.lane, g.idx(8)), g.idx(2)),
                                   g.idx(8)),
                             r8)),
                 g.idx(128));
@@ -455,7 +459,7 @@ void WgmmaMain::emitMma() {
             int64_t nextPair = 0;
             Value c = scaleLog2;
             for (int64_t r = 0; r < bm / 2; ++r) {
-              Value qc = colOf(r);
+              Value qc = colOf(th, r);
               if (r && r % perChunk == 0)
                 c = w.after(scaleLog2, P.back());
               // One FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2:
@@ -469,7 +473,7 @@ void WgmmaMain::emitMma() {
               Value p = config.ablateExp2 ? x : k.exp2(x);
               if (masked) { // 32-bit: positions are below S < 2^31
                 Value gq = g.add(m.q0, w.i32of(qc));
-                Value gkv = g.add(m.kv0, w.i32of(rowOf(r)));
+                Value gkv = g.add(m.kv0, w.i32of(rowOf(th, r)));
                 Value valid = g.andI(g.lt(gq, m.sq), g.lt(gkv, m.sk));
                 if (causal)
                   valid = g.andI(valid, g.causalVisible(gkv, gq, m.off));
@@ -604,7 +608,7 @@ void WgmmaMain::emitMma() {
           // its 128 threads.
           if (split)
             w.barSync(arith::AddIOp::create(b, loc, w.c32(kBarDsWg),
-                                            w.i32of(wg)),
+                                            w.i32of(th.wg)),
                       128);
           else if (config.dkdvBulk) // with the storer warp (kBarDsStep)
             w.barSync(kBarDsStep, kDsStepThreadsDkdvBulk);
@@ -627,11 +631,11 @@ void WgmmaMain::emitMma() {
           SmallVector<Value> dqs;
           if (split) {
             WgmmaBuilder::Desc kB = w.desc(
-                g.add(at(L.k()), g.mul(wgRows, g.idx(128))), kBn * 128);
+                g.add(at(L.k()), g.mul(th.wgRows, g.idx(128))), kBn * 128);
             for (int64_t half = 0; half < 2; ++half) {
               WgmmaBuilder::Desc dsM = w.desc(
                   g.add(dsTile(buf), g.add(g.idx(half * kBn * 128),
-                                           g.mul(wgRows, g.idx(128)))),
+                                           g.mul(th.wgRows, g.idx(128)))),
                   kBn * 128);
               Value acc = w.freshAcc(D);
               for (int64_t kk = 0; kk < 64 / 16; ++kk)
@@ -677,117 +681,8 @@ void WgmmaMain::emitMma() {
           if (earlyKV)
             g.when(isLastStep(), freeKV);
 
-          // Hand the dQ partial to the reducer (staging buffer of hand-off
-          // first + step).
-          Value qbuf = g.rem(g.add(first, step), g.idx(dqBufs));
-          auto stagingOf = [&] {
-            return g.add(at(L.dQ()), g.mul(qbuf, g.idx(L.dQ(1) - L.dQ(0))));
-          };
-          // The hand-off's step for the reducer, by MMA thread 0 before the
-          // arrival that passes the tile on (the stage is ours until the
-          // EMPTY_Q arrival below).
-          auto writeHandOff = [&] {
-            g.when(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                         g.idx(0)),
-                   [&] {
-                     w.storeHandOff(w.i32of(qt), w.handOffSlot(qbuf, 0));
-                     if (config.countedAdds)
-                       w.storeHandOff(
-                           LLVM::LoadOp::create(b, loc, w.i32,
-                                                w.stepTileSlot(buf, 1), 4),
-                           w.handOffSlot(qbuf, 1));
-                   });
-          };
-          auto f32x2 = VectorType::get({2}, w.f32);
-          auto pairOf = [&](Value acc, int64_t r) -> Value {
-            return vector::FromElementsOp::create(
-                b, loc, f32x2, ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
-          };
-          // TMA staging tiles: byte offset of accumulator pair r in its part
-          // beyond the thread's own (fragRow, fragCol): panel r/4, 8 rows
-          // down for (r/2) odd (SmemLayout::dQBytes).
-          auto pairInPart = [&](int64_t r) {
-            return (r / 4) * L.dQPanel() + 8 * ((r / 2) % 2) * 32;
-          };
-          if (split) {
-            // Both Q halves are parts 0 and 1 of the tile (parts by rows);
-            // pair r of half i: part i, panel r/4, the thread's row and
-            // column (SmemLayout::dQBytes). Warpgroup 0 stores its partial
-            // once the reducer has read the buffer; warpgroup 1 adds its
-            // own onto it (dQ = partial 0 + partial 1, the same order every
-            // run), element by element at the same addresses (the two
-            // warpgroups' fragments coincide), and passes the tile on.
-            Value staging = stagingOf();
-            Value threadOff = g.add(g.mul(fragRow, g.idx(32)),
-                                    g.mul(fragCol, g.idx(4)));
-            auto pairAddr = [&](int64_t half, int64_t r) {
-              return w.sh(g.add(
-                  staging,
-                  g.add(threadOff,
-                        g.idx(half * L.dQPartBytes() + pairInPart(r)))));
-            };
-            Value xchg = bufBarrier(kBarXchg, qbuf, g.idx(0));
-            auto ifFirst = scf::IfOp::create(
-                b, loc,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wg,
-                                      g.idx(0)),
-                /*withElse=*/true);
-            {
-              OpBuilder::InsertionGuard sg(b);
-              b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-              w.barSync(bufBarrier(kBarEmpty, qbuf, g.idx(0)),
-                        kHandOffThreads);
-              for (int64_t half = 0; half < 2; ++half)
-                for (int64_t r = 0; r < D / 2; r += 2)
-                  LLVM::StoreOp::create(b, loc, pairOf(dqs[half], r),
-                                        pairAddr(half, r), 8);
-              writeHandOff();
-              w.barArrive(xchg, kMmaThreads);
-              b.setInsertionPointToStart(&ifFirst.getElseRegion().front());
-              w.barSync(xchg, kMmaThreads);
-              for (int64_t half = 0; half < 2; ++half)
-                for (int64_t r = 0; r < D / 2; r += 2) {
-                  Value addr = pairAddr(half, r);
-                  Value sum = arith::AddFOp::create(
-                      b, loc, LLVM::LoadOp::create(b, loc, f32x2, addr, 8),
-                      pairOf(dqs[half], r));
-                  LLVM::StoreOp::create(b, loc, sum, addr, 8);
-                }
-              w.fenceAsyncShared();
-              w.barArrive(bufBarrier(kBarFull, qbuf, g.idx(1)),
-                          kHandOffThreads);
-            }
-          } else {
-            w.barSync(bufBarrier(kBarEmpty, qbuf, wg), kHandOffThreads);
-            phase(kPhStagingFree);
-            Value dq = dqs[0];
-            Value rowBase = dqByRows ? wgRows : g.idx(0);
-            Value colBase = dqByRows ? g.idx(0) : g.mul(wg, g.idx(D / 2));
-            Value staging = stagingOf();
-            // Byte offset of the pair (rowOf(r), colOf(r)) in the staging
-            // tile. TMA kernels: this warpgroup's part (SmemLayout::dQBytes),
-            // pair r in its panel r/4, column fragCol: one per-thread offset,
-            // the rest constants. cp.async kernels: padded rows.
-            Value threadOff =
-                tma ? g.add(g.add(g.mul(wg, g.idx(L.dQPartBytes())),
-                                  g.mul(fragRow, g.idx(32))),
-                            g.mul(fragCol, g.idx(4)))
-                    : Value();
-            auto pairOffset = [&](int64_t r) -> Value {
-              if (tma)
-                return g.add(threadOff, g.idx(pairInPart(r)));
-              return g.add(g.mul(g.add(rowBase, rowOf(r)), g.idx(L.dQRow())),
-                           g.mul(g.add(colBase, colOf(r)), g.idx(4)));
-            };
-            for (int64_t r = 0; r < dqN / 2; r += 2)
-              LLVM::StoreOp::create(b, loc, pairOf(dq, r),
-                                    w.sh(g.add(staging, pairOffset(r))), 8);
-            w.fenceAsyncShared();
-            if (tma)
-              writeHandOff();
-            w.barArrive(bufBarrier(kBarFull, qbuf, wg), kHandOffThreads);
-            phase(kPhHandedOff);
-          }
+          emitDqHandOff(th, first, step, qt, buf, dqs, phase);
+
           // dK done before the step ends: its B is this step's Q buffer,
           // which the producer refills once every MMA thread has arrived on
           // the stage's EMPTY mbarrier below (cp.async kernels: the next
@@ -802,7 +697,7 @@ void WgmmaMain::emitMma() {
           if (tma) // this thread is done with the stage
             w.mbarArrive(w.mbar(kEmptyQ, buf));
           if (turns)
-            turnWait(wg, /*top=*/false);
+            turnWait(th.wg, /*top=*/false);
           phase(kPhEnd);
           for (int64_t s0 = 0; s0 < 2; ++s0)
             traceThread([&] {
@@ -840,175 +735,7 @@ void WgmmaMain::emitMma() {
     // differently; bench/NOTES.md sections 18, 38).
     threadValues(det || config.warpProducer ? w.opaque(tidMma) : tidMma);
 
-    // dV, dK of this item: rows kv0 + wgRows + row of head h. Without GQA
-    // (H == H_kv) the item owns those rows of dk/dv outright: scaled,
-    // rounded and written here, no f32 workspace (the runtime sizes
-    // dk_accum/dv_accum 0, the postprocess skips them). With GQA the query
-    // heads of a group are summed in a fixed order by the postprocess.
-    Value direct =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, H, Hkv);
-    auto ifDirect = scf::IfOp::create(b, loc, direct, /*withElse=*/true);
-    // Direct: each quad of lanes (one row, 16 B of every 8-column block
-    // each) transposes its bf16 pairs by two butterfly shuffles, so that
-    // lane c holds all 8 columns of block 4g + c and writes them as one
-    // 16-byte store: a warp store covers 8 rows x 64 contiguous bytes
-    // (whole sectors), 4x fewer stores than one 4-byte pair each (the trace
-    // measured the pair-wise epilogue at 5.7k cycles per item at D = 64,
-    // 11.6k at D = 128: 1.3-3 steps). The runtime requires 16-byte aligned
-    // rows. Shuffles before the row guard: every lane takes part.
-    auto sel = [&](Value c, Value x, Value y) {
-      return arith::SelectOp::create(b, loc, c, x, y).getResult();
-    };
-    auto xorLane = [&](Value v, int64_t m) {
-      return NVVM::ShflOp::create(
-                 b, loc, w.i32, w.c32(-1), v, w.c32(m), w.c32(0x1f),
-                 NVVM::ShflKindAttr::get(ctx, NVVM::ShflKind::bfly),
-                 UnitAttr())
-          .getResult();
-    };
-    // The lane's place in its quad: c = lane % 4 and its two bits.
-    struct Quad {
-      Value c, hi1, hi0;
-    };
-    auto quadOf = [&] {
-      Value c = g.rem(lane, g.idx(4));
-      Value hi1 = g.lt(g.idx(1), c); // quad bit 1 (2 or 3)
-      Value hi0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                        g.rem(c, g.idx(2)), g.idx(0));
-      return Quad{c, hi1, hi0};
-    };
-    // a[i] of lane c -> lane i's a[c] (two stages: 2x2 blocks, then within
-    // them).
-    auto transpose = [&](const Quad &q, SmallVectorImpl<Value> &a) {
-      for (auto [m, hi, pairs] :
-           {std::tuple{int64_t(2), q.hi1, std::array<int, 4>{0, 2, 1, 3}},
-            std::tuple{int64_t(1), q.hi0, std::array<int, 4>{0, 1, 2, 3}}})
-        for (int u = 0; u < 4; u += 2) {
-          int lo = pairs[u], up = pairs[u + 1];
-          Value got = xorLane(sel(hi, a[lo], a[up]), m);
-          a[lo] = sel(hi, got, a[lo]);
-          a[up] = sel(hi, a[up], got);
-        }
-    };
-    // The accumulator's bf16 pairs of 8-column group grp (columns 32 grp..)
-    // at row half `half`, dK's scaled, transposed across the quad.
-    auto rowPiece = [&](const Quad &q, Value acc, bool isK, int64_t half,
-                        int64_t grp) {
-      SmallVector<Value> a;
-      for (int64_t i = 0; i < 4; ++i) {
-        int64_t r = 4 * (4 * grp + i) + 2 * half;
-        Value x = w.elem(acc, r), y = w.elem(acc, r + 1);
-        if (isK) { // dK = scale * dS^T Q
-          x = g.mul(x, k.arg(kScale));
-          y = g.mul(y, k.arg(kScale));
-        }
-        a.push_back(w.packBf16(x, y));
-      }
-      transpose(q, a);
-      return a;
-    };
-    auto directEpilogue = [&] {
-      Quad q = quadOf();
-      Value quad = q.c;
-      auto global = LLVM::LLVMPointerType::get(ctx, 1);
-      for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
-                              std::pair{walk.getResult(1), true}}) {
-        for (int64_t half = 0; half < 2; ++half) {
-          Value row = g.add(kv0, g.add(wgRows, rowOf(2 * half)));
-          Value inRows = arith::ExtUIOp::create(b, loc, w.i32, g.lt(row, Sk));
-          Value rowPtr = LLVM::AddrSpaceCastOp::create(
-              b, loc, global,
-              k.elementPtr(k.arg(isK ? kDk : kDv),
-                           {it.bb, row, it.h, g.mul(quad, g.idx(8))}));
-          for (int64_t grp = 0; grp < D / 32; ++grp) {
-            SmallVector<Value> a = rowPiece(q, acc, isK, half, grp);
-            // Predicated, not branched: rows past S_k store nothing.
-            Value ptr = LLVM::GEPOp::create(
-                b, loc, global, b.getI8Type(), rowPtr,
-                ArrayRef<LLVM::GEPArg>{int32_t(grp * 64)});
-            w.ptx("{\n.reg .pred p;\nsetp.ne.b32 p, $5, 0;\n"
-                  "@p st.global.v4.b32 [$0], {$1, $2, $3, $4};\n}",
-                  {ptr, a[0], a[1], a[2], a[3], inRows});
-          }
-        }
-      }
-    };
-    // dkdv-bulk (D = 64): the same transposed 16-byte pieces go to the
-    // dS^T buffer of the walk's last step (dK's 128 rows, then dV's,
-    // 128B-swizzled as the K/V tiles) and the storer writes them by TMA
-    // (WgmmaDkdvStorer.cpp) while the MMA warps start the next walk. The
-    // buffer's next writer is the next walk's second dS^T store, after a
-    // dS^T barrier the storer joins only once its stores have read the
-    // buffer, or an empty walk's epilogue, which waits for EPI_EMPTY.
-    auto bulkEpilogue = [&] {
-      Value stage = lastStepDsT(first, it.len);
-      // Both warpgroups' last dQ have read that buffer; an empty walk's
-      // epilogue follows the previous item's stores out of it (EPI_EMPTY
-      // phase it.index - 1; before the unit's first item the wait on the
-      // phase "before" phase 0 passes).
-      w.mbarWait(w.mbar(kEpiEmpty), g.rem(g.add(it.index, g.idx(1)), g.idx(2)),
-                 g.idx(kEpiEmpty), {unit, it.bb, it.h, first});
-      w.barSync(kBarMma, kMmaThreads);
-      Quad q = quadOf();
-      // Rows r and r + 1 of a quarter warp would share 16 banks: odd rows
-      // store their two 64-byte halves in the other order.
-      Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                        g.rem(g.div(lane, g.idx(4)), g.idx(2)),
-                                        g.idx(0));
-      for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
-                              std::pair{walk.getResult(1), true}}) {
-        Value tile = g.add(stage, g.idx(isK ? 0 : kDkdvTileBytes));
-        for (int64_t half = 0; half < 2; ++half) {
-          Value row = g.add(wgRows, rowOf(2 * half));
-          Value rowAddr = g.add(tile, g.mul(row, g.idx(128)));
-          Value swz = g.rem(row, g.idx(8));
-          std::array<SmallVector<Value>, 2> grps{
-              rowPiece(q, acc, isK, half, 0), rowPiece(q, acc, isK, half, 1)};
-          // Store u: group u (even rows) or 1 - u (odd rows), the lane's
-          // 16-byte chunk 4 group + c at its swizzled place.
-          for (int64_t u = 0; u < 2; ++u) {
-            Value chunk = g.add(sel(odd, g.idx(4 * (1 - u)), g.idx(4 * u)), q.c);
-            chunk = arith::XOrIOp::create(b, loc, chunk, swz);
-            SmallVector<Value> v{
-                w.sh(g.add(rowAddr, g.mul(chunk, g.idx(16))))};
-            for (int64_t i = 0; i < 4; ++i)
-              v.push_back(sel(odd, grps[1 - u][i], grps[u][i]));
-            w.ptx("st.shared.v4.b32 [$0], {$1, $2, $3, $4};", v);
-          }
-        }
-      }
-      w.fenceAsyncShared();
-      w.mbarArrive(w.mbar(kEpiFull));
-    };
-    // GQA: the f32 partials of this query head, in 8-byte pairs.
-    auto accumEpilogue = [&] {
-      for (int64_t r = 0; r < D / 2; r += 2) {
-        Value row = g.add(kv0, g.add(wgRows, rowOf(r)));
-        Value col = colOf(r);
-        g.when(g.lt(row, Sk), [&] {
-          for (auto [acc, isK] : {std::pair{walk.getResult(0), false},
-                                  std::pair{walk.getResult(1), true}}) {
-            Value pair = vector::FromElementsOp::create(
-                b, loc, VectorType::get({2}, w.f32),
-                ValueRange{w.elem(acc, r), w.elem(acc, r + 1)});
-            vector::StoreOp::create(b, loc, pair,
-                                    k.arg(isK ? kDkAcc : kDvAcc),
-                                    ValueRange{it.bb, it.h, row, col}, false,
-                                    llvm::Align(8));
-          }
-        });
-      }
-    };
-    {
-      OpBuilder::InsertionGuard eg(b);
-      b.setInsertionPointToStart(&ifDirect.getThenRegion().front());
-      if (config.dkdvBulk)
-        bulkEpilogue();
-      else
-        directEpilogue();
-      b.setInsertionPointToStart(&ifDirect.getElseRegion().front());
-      accumEpilogue();
-    }
+    emitDkdvEpilogue(it, first, kv0, th, walk.getResult(0), walk.getResult(1));
     traceThread([&] { trace(kTraceEpilogueEnd, clock(), it.index); });
   });
   // Matches the reducer's last EMPTY arrives (it also orders our exit after
