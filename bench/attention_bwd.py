@@ -47,6 +47,7 @@ import dash_attn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_results import plot  # noqa: E402  (torch-free, also a CLI)
+from summarize import DEFAULT_ANCHORS, load_anchors  # noqa: E402
 from round_order import round_orders, window_order  # noqa: E402  (torch-free)
 import source_commit  # noqa: E402  (torch-free)
 
@@ -402,7 +403,7 @@ def main():
                 run_cell(d, mask, s, args, results)
                 torch.cuda.empty_cache()
                 save()
-    plot(results, os.path.join(args.out, "attention_bwd.png"))
+    plot(results, os.path.join(args.out, "attention_bwd.png"), load_anchors(DEFAULT_ANCHORS))
     print("bench: wrote", args.out)
 
 
