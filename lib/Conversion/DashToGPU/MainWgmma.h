@@ -4,8 +4,9 @@
 // of dash_bwd_main share while they are emitted (the kernel and its
 // builder, the configuration, the shapes, the unit's walk). MainWgmma.cpp
 // sets it up and splits the roles; WgmmaProducer.cpp, WgmmaReducers.cpp and
-// WgmmaMma.cpp emit one role each (the MMA role's dQ hand-off and dK/dV
-// epilogue in WgmmaDqHandOff.cpp and WgmmaDkdvEpilogue.cpp).
+// WgmmaMma.cpp emit one role each (the MMA role's operands, dQ hand-off and
+// dK/dV epilogue in WgmmaMmaOperands.cpp, WgmmaDqHandOff.cpp and
+// WgmmaDkdvEpilogue.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +95,25 @@ struct WgmmaMain {
   /// 8(r/4) + fragCol + r%2.
   Value rowOf(const MmaThread &t, int64_t r);
   Value colOf(const MmaThread &t, int64_t r);
+  /// A step's shared-memory operands (WgmmaMmaOperands.cpp), built where
+  /// they are used: the Q or dO tile of stage `buf` (an N-major B; also
+  /// S^T's K-major B); this warpgroup's 64 rows of the K or V tile at byte
+  /// `off` of the window (S^T's / dP^T's A); K as dQ's N-major B (all of it,
+  /// or this warpgroup's half of the columns); the dS^T buffer of stage
+  /// `buf` and dS as dQ's M-major A from it.
+  WgmmaBuilder::Desc qDesc(Arg a, Value buf);
+  WgmmaBuilder::Desc wgRowsDesc(const MmaThread &t, int64_t off);
+  WgmmaBuilder::Desc dqBDesc(const MmaThread &t);
+  Value dsTile(Value buf);
+  WgmmaBuilder::Desc dqADesc(const MmaThread &t, Value buf);
+  /// K-step kk of a K-major operand of `rows`-row panels: 32 B into panel
+  /// kk / 4.
+  static int64_t kStep(int64_t kk, int64_t rows) {
+    return (kk / 4) * rows * 128 + (kk % 4) * 32;
+  }
+  /// ds-stmatrix: this thread's packed dS^T pairs (the A of dK) into the
+  /// dS^T buffer of stage `buf`, four 8x8 bf16 matrices per stmatrix.
+  void storeDsStmatrix(const MmaThread &t, Value buf, ArrayRef<Value> packed);
   /// The MMA warpgroups' hand-off of a step's dQ partial `dqs` (one
   /// accumulator, or dq-kv-split's two Q halves) to the reducer: staging
   /// buffer (first + step) % dqBufs, the stage `buf`'s Q tile `qt`

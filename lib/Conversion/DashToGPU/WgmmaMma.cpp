@@ -54,50 +54,17 @@ void WgmmaMain::emitMma() {
   // 64-bit addresses out of the walk and the accumulators spill.
   MmaThread th;
   auto threadValues = [&](Value t) { th = mmaThread(t); };
-  // Descriptors, built where they are used (short live ranges). Q/dO are
-  // also N-major B operands: their panels are bm rows x 128 B apart;
-  // K-major operands do not use LBO (1 by convention).
-  auto qDesc = [&](Arg a, Value buf) {
-    int64_t off = a == kQ ? L.q(0) : L.dO(0);
-    return w.desc(g.add(at(off), g.mul(buf, g.idx(L.qBytes()))), bm * 128);
-  };
-  auto rowsDesc = [&](int64_t off) { // this warpgroup's 64 rows of a tile
-    return w.desc(g.add(at(off), g.mul(th.wgRows, g.idx(128))), 16);
-  };
   // dQ = dS K is split between the warpgroups by Q rows when the Q tile has
   // 128 (warpgroup w: rows 64w.., all D columns) and by D columns when it
-  // has 64 (all rows, columns w D/2..; D = 64: 64 B into the single panel).
+  // has 64 (all rows, columns w D/2..; D = 64: 64 B into the single panel):
+  // the operands' descriptors are WgmmaMmaOperands.cpp's.
   const bool dqByRows = DqAccumLayout{bm, D}.partsByRows();
   const int64_t dqN = dqByRows ? D : D / 2;
-  auto dqBDesc = [&] { // K as the N-major B
-    if (dqByRows)
-      return w.desc(at(L.k()), kBn * 128);
-    Value kHalf = D == 128 ? g.add(at(L.k()), g.mul(th.wg, g.idx(kBn * 128)))
-                           : g.add(at(L.k()), g.mul(th.wg, g.idx(64)));
-    return w.desc(kHalf, kBn * 128);
-  };
-  // The dS^T buffer of the step in stage `buf`, built where it is used:
-  // dsBufs = 2 (TMA kernels) alternates with the stage's parity.
-  auto dsTile = [&](Value buf) {
-    Value a = at(L.dsT());
-    return dsBufs == 2 ? g.add(a, g.mul(buf, g.idx(L.dsBytes()))) : a;
-  };
-  auto dqADesc = [&](Value buf) { // dS as the M-major A: panel w, or 0
-    Value a = dsTile(buf);
-    if (dqByRows)
-      a = g.add(a, g.mul(th.wg, g.idx(kBn * 128)));
-    return w.desc(a, kBn * 128);
-  };
-  // K-step kk of a K-major operand of `rows`-row panels: 32 B into panel
-  // kk / 4.
-  auto kStep = [](int64_t kk, int64_t rows) {
-    return (kk / 4) * rows * 128 + (kk % 4) * 32;
-  };
   // early-st: S^T = K_w Q^T of the step in stage `sbuf` as one committed
   // group, issued only where `on32` (i32) is non-zero.
   const bool earlySt = config.earlySt;
   auto issueSIf = [&](Value sbuf, Value on32) {
-    WgmmaBuilder::Desc kd = rowsDesc(L.k()), qdd = qDesc(kQ, sbuf);
+    WgmmaBuilder::Desc kd = wgRowsDesc(th, L.k()), qdd = qDesc(kQ, sbuf);
     Value acc = w.freshAcc(bm);
     for (int64_t kk = 0; kk < D / 16; ++kk)
       acc = w.wgmmaIf(acc, w.descAt(kd, kStep(kk, kBn)),
@@ -299,8 +266,8 @@ void WgmmaMain::emitMma() {
 
           // S^T and dP^T (K = D).
           WgmmaBuilder::Desc qd = qDesc(kQ, buf), od = qDesc(kDO, buf);
-          WgmmaBuilder::Desc kRowsDesc = rowsDesc(L.k()),
-                             vRowsDesc = rowsDesc(L.v());
+          WgmmaBuilder::Desc kRowsDesc = wgRowsDesc(th, L.k()),
+                             vRowsDesc = wgRowsDesc(th, L.v());
           // Two groups: P = exp2(...) of S^T runs while dP^T is on the
           // tensor cores.
           // One committed group of A_w B^T over K = D (K-major A and B:
@@ -359,8 +326,9 @@ void WgmmaMain::emitMma() {
           if (turns == 1)
             passTurn();
 
-          // P^T, then dS^T, as bf16 pairs in shared memory (swizzled rows:
-          // row % 8 of every fragment row is lane / 4).
+          // ds-stmatrix=0: dS^T as bf16 pairs in shared memory (swizzled
+          // rows: row % 8 of every fragment row is lane / 4); by default
+          // the same bytes go by stmatrix (storeDsStmatrix).
           Value sw8 = g.div(th.lane, g.idx(4));
           auto v2 = VectorType::get({2}, w.bf16);
           auto storePair = [&](Value tile, int64_t r, Value x, Value y) {
@@ -390,40 +358,6 @@ void WgmmaMain::emitMma() {
           // Measured, not derived: 8 chunks +1.2..+2.4% at D = 64
           // (bench/NOTES.md section 22).
           const int64_t perChunk = bm / 2 / config.exp2Chunks;
-          // ds-stmatrix: the same bytes as storePair's, four 8x8 bf16
-          // matrices per instruction. The packed pairs 4j .. 4j + 3 are rows
-          // 0-7 and 8-15 of the warp's 16 KV rows in column blocks 2j and
-          // 2j + 1 (the m16n8 fragment order); lane l gives row l % 8 of
-          // matrix l / 8: KV row 16 wi + 8 ((l / 8) % 2) + l % 8, column
-          // block 2j + l / 16, whose 16-byte chunk is swizzled by row % 8 =
-          // l % 8. One stmatrix replaces four 4-byte stores and their
-          // address math. (WgmmaBuilder::swz's arithmetic, with the lane's
-          // part of the chunk XOR taken once: through swz per matrix every
-          // kernel's code changes, not measured.)
-          auto storeDsStmatrix = [&](ArrayRef<Value> packed) {
-            Value r8 = g.rem(th.lane, g.idx(8));
-            Value h = g.div(th.lane, g.idx(16));
-            Value rowOff = g.mul(
-                g.add(g.add(th.wgRows, g.mul(th.wi, g.idx(16))),
-                      g.add(g.mul(g.rem(g.div(th.lane, g.idx(8)), g.idx(2)),
-                                  g.idx(8)),
-                            r8)),
-                g.idx(128));
-            Value c0 = arith::XOrIOp::create(b, loc, h, r8);
-            Value tile = dsTile(buf);
-            for (int64_t j = 0; j < bm / 16; ++j) {
-              Value chunk =
-                  arith::XOrIOp::create(b, loc, g.idx((2 * j) % 8), c0);
-              Value off = g.add(g.add(g.idx((j / 4) * kBn * 128), rowOff),
-                                g.mul(chunk, g.idx(16)));
-              NVVM::StMatrixOp::create(
-                  b, loc, w.sh(g.add(tile, off)),
-                  ValueRange(packed.slice(4 * j, 4)),
-                  NVVM::MMALayout::row,
-                  NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
-                  NVVM::LdStMatrixEltType::B16);
-            }
-          };
           // dS of accumulator pair (r, r + 1) from P's f32 values, stored as
           // a bf16 pair (unless by stmatrix) and returned packed, the A of
           // dK. stats-in-acc: the accumulator is dPsum - dP^T.
@@ -497,7 +431,7 @@ void WgmmaMain::emitMma() {
               return;
             }
             if (config.dsStmatrix)
-              storeDsStmatrix(fusedDs);
+              storeDsStmatrix(th, buf, fusedDs);
             fusedP.append(fusedDs);
             scf::YieldOp::create(b, loc, fusedP);
           };
@@ -591,7 +525,7 @@ void WgmmaMain::emitMma() {
             for (int64_t r = 0; r < bm / 2; r += 2)
               dsA.push_back(dsPair(r, pOf(r), pOf(r + 1)));
             if (config.dsStmatrix)
-              storeDsStmatrix(dsA);
+              storeDsStmatrix(th, buf, dsA);
           }
           w.fenceAsyncShared();
           phase(kPhDsStored);
@@ -646,7 +580,7 @@ void WgmmaMain::emitMma() {
             }
           } else {
             Value dq = w.freshAcc(dqN);
-            WgmmaBuilder::Desc dsMDesc = dqADesc(buf), kB = dqBDesc();
+            WgmmaBuilder::Desc dsMDesc = dqADesc(th, buf), kB = dqBDesc(th);
             for (int64_t kk = 0; kk < kBn / 16; ++kk)
               dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
                            w.descAt(kB, kk * 16 * 128), dqN, true, true,
