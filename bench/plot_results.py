@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summarize import DEFAULT_ANCHORS, load_anchors  # noqa: E402
+from summarize import DEFAULT_ANCHORS, explicit_anchors_missing, load_anchors  # noqa: E402
 
 
 def anchor_lines(results, anchors):
@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--anchors", default=DEFAULT_ANCHORS,
                     help="anchor runs to draw scaled by this run's cuDNN ('' for none)")
     args = ap.parse_args()
-    if args.anchors and args.anchors != DEFAULT_ANCHORS and not os.path.exists(args.anchors):
+    if explicit_anchors_missing(args.anchors):
         print("plot_results: no anchors file %s" % args.anchors, file=sys.stderr)
         return 2
     out = args.out or os.path.splitext(args.results)[0] + ".png"

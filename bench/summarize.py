@@ -25,6 +25,12 @@ DEFAULT_ANCHORS = os.path.join(ROOT, "..", "shared", "anchors", "h200-fa3-dash-2
 MiB = 1 << 20
 
 
+def explicit_anchors_missing(path):
+    """An anchors file named on the command line that does not exist (the
+    default one may be absent: the targets then count no cell)."""
+    return bool(path) and path != DEFAULT_ANCHORS and not os.path.exists(path)
+
+
 def load_anchors(path):
     if not path or not os.path.exists(path):
         return {}
@@ -124,7 +130,7 @@ def main():
         return 2
     # A missing default (the device machine has no ../shared) is noted in the
     # output; a path given explicitly must exist.
-    if args.anchors and args.anchors != DEFAULT_ANCHORS and not os.path.exists(args.anchors):
+    if explicit_anchors_missing(args.anchors):
         print("summarize: no anchors file %s" % args.anchors, file=sys.stderr)
         return 2
     anchors = load_anchors(args.anchors)

@@ -91,6 +91,10 @@ struct WgmmaMain {
     Value wg, wi, lane, fragRow, fragCol, wgRows;
   };
   MmaThread mmaThread(Value t);
+  /// How the warpgroups split a dQ tile between them: by Q rows at 128-row
+  /// tiles (warpgroup w: rows 64w.., all D columns), by D columns at 64 (all
+  /// rows, columns w D/2..); the staging and dq_accum order follow it.
+  DqAccumLayout dqParts() const { return DqAccumLayout{bm, D}; }
   /// Accumulator register r of m64nN: row fragRow + 8((r/2)%2), column
   /// 8(r/4) + fragCol + r%2.
   Value rowOf(const MmaThread &t, int64_t r);

@@ -20,8 +20,8 @@ using namespace mlir::dash::detail::wgmma;
 void WgmmaMain::emitDqHandOff(const MmaThread &t, Value first, Value step,
                               Value qt, Value buf, ArrayRef<Value> dqs,
                               function_ref<void(int64_t)> phase) {
-  const bool dqByRows = DqAccumLayout{bm, D}.partsByRows();
-  const int64_t dqN = dqByRows ? D : D / 2;
+  const bool dqByRows = dqParts().partsByRows();
+  const int64_t dqN = dqParts().partCols();
   // Hand the dQ partial to the reducer (staging buffer of hand-off
   // first + step).
   Value qbuf = g.rem(g.add(first, step), g.idx(dqBufs));

@@ -54,12 +54,8 @@ void WgmmaMain::emitMma() {
   // 64-bit addresses out of the walk and the accumulators spill.
   MmaThread th;
   auto threadValues = [&](Value t) { th = mmaThread(t); };
-  // dQ = dS K is split between the warpgroups by Q rows when the Q tile has
-  // 128 (warpgroup w: rows 64w.., all D columns) and by D columns when it
-  // has 64 (all rows, columns w D/2..; D = 64: 64 B into the single panel):
-  // the operands' descriptors are WgmmaMmaOperands.cpp's.
-  const bool dqByRows = DqAccumLayout{bm, D}.partsByRows();
-  const int64_t dqN = dqByRows ? D : D / 2;
+  // This warpgroup's part of a dQ tile (dqParts) has dqN columns.
+  const int64_t dqN = dqParts().partCols();
   // early-st: S^T = K_w Q^T of the step in stage `sbuf` as one committed
   // group, issued only where `on32` (i32) is non-zero.
   const bool earlySt = config.earlySt;

@@ -27,11 +27,10 @@ WgmmaBuilder::Desc WgmmaMain::wgRowsDesc(const MmaThread &t, int64_t o) {
   return w.desc(g.add(at(o), g.mul(t.wgRows, g.idx(128))), 16);
 }
 
-// dQ = dS K is split between the warpgroups by Q rows when the Q tile has
-// 128 (warpgroup w: rows 64w.., all D columns) and by D columns when it has
-// 64 (all rows, columns w D/2..; D = 64: 64 B into the single panel).
+// dQ = dS K by the warpgroups' parts (dqParts); by D columns, D = 64's
+// half is 64 B into the single panel.
 WgmmaBuilder::Desc WgmmaMain::dqBDesc(const MmaThread &t) {
-  if (DqAccumLayout{bm, D}.partsByRows())
+  if (dqParts().partsByRows())
     return w.desc(at(L.k()), kBn * 128);
   Value kHalf = D == 128 ? g.add(at(L.k()), g.mul(t.wg, g.idx(kBn * 128)))
                          : g.add(at(L.k()), g.mul(t.wg, g.idx(64)));
@@ -46,7 +45,7 @@ Value WgmmaMain::dsTile(Value buf) {
 
 WgmmaBuilder::Desc WgmmaMain::dqADesc(const MmaThread &t, Value buf) {
   Value a = dsTile(buf);
-  if (DqAccumLayout{bm, D}.partsByRows())
+  if (dqParts().partsByRows())
     a = g.add(a, g.mul(t.wg, g.idx(kBn * 128)));
   return w.desc(a, kBn * 128);
 }
