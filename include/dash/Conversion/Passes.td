@@ -246,6 +246,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "can convert finished tiles; 0: unordered adds into a zeroed "
            "dq_accum, counted by nothing; -1: the default, 1 (deterministic "
            "kernels always count)">,
+    Option<"uniformWg", "uniform-wg", "int64_t", /*default=*/"-1",
+           "mma=wgmma: 1 takes the MMA threads' warpgroup index from the "
+           "lane-0 broadcast (shfl) the role branch uses, so ptxas sees it "
+           "warp-uniform and builds the wgmma descriptors of this "
+           "warpgroup's K/V rows and dQ operands in uniform registers (no "
+           "R2UR per wgmma); 0: from the thread id, in vector registers; "
+           "-1: the default, 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

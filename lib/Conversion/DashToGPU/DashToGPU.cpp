@@ -57,6 +57,7 @@ struct ConvertDashToGPUPass
     o.statsInAcc = statsInAcc;
     o.dqInMain = dqInMain;
     o.countedAdds = countedAdds;
+    o.uniformWg = uniformWg;
     o.ablateExp2 = ablateExp2;
     o.ablateRankWait = ablateRankWait;
     o.traceTimeline = traceTimeline;
@@ -151,6 +152,8 @@ struct ConvertDashToGPUPass
         config.append("counted_adds", b.getBoolAttr(w.countedAdds));
       if (w.countedAdds) // (only TMA kernels count their adds)
         config.append("dq_in_main", b.getBoolAttr(w.dqInMain));
+      if (w.uniformWg) // only where set: other kernels' manifests unchanged
+        config.append("uniform_wg", b.getBoolAttr(true));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }

@@ -600,6 +600,9 @@ struct WgmmaConfig {
   /// in deterministic TMA kernels, and in non-deterministic ones with
   /// counted-adds=1, whose later ranks wait only for rank 0's store.
   bool countedAdds = false;
+  /// The MMA threads' warpgroup index from the lane-0 broadcast, so their
+  /// wgmma descriptors live in uniform registers (uniform-wg=1).
+  bool uniformWg = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

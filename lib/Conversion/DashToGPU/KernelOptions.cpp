@@ -43,6 +43,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
       statsInAcc = o.statsInAcc,
       dqInMain = o.dqInMain,
       countedAdds = o.countedAdds,
+      uniformWg = o.uniformWg,
       ablateExp2 = o.ablateExp2,
       ablateRankWait = o.ablateRankWait,
       traceTimeline = o.traceTimeline;
@@ -351,6 +352,14 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
               "dQ tile is known finished by its semaphore)";
   // Default on: the units the last round leaves idle do the dQ pass.
   bool dqMain = counted && dqInMain != 0;
+  if (failed(checkOption("uniform-wg", uniformWg, -1, 1, "0 or 1")))
+    return failure();
+  if (uniformWg == 1 && !useWgmma)
+    return op.emitOpError() << "uniform-wg=1 needs mma=wgmma (the " << mma
+                            << " kernels build no wgmma descriptors)";
+  // Default off until measured: 3-6% fewer instructions per step (the
+  // descriptors' R2UR and vector math gone), same registers, no new local
+  // ops (bench/NOTES.md section 40).
   if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
     return failure();
   if (traceTimeline != 0 && !tmaWgmma)
@@ -443,7 +452,8 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           traceTimeline == 2, stEarly, chunks,
                           ablateExp2 == 1, dqMain,  noRankWait,
                           dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
-                          statsMain, pdlOn, warpProd, counted};
+                          statsMain, pdlOn, warpProd, counted,
+                          uniformWg == 1};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

@@ -275,11 +275,10 @@ void WgmmaMain::build() {
 
   // The warpgroup index, broadcast from lane 0: ptxas then knows the role
   // branches are warp-uniform (else it serialises the wgmmas, C7520).
-  Value wgIdx = [&] {
-    Value v = w.fromLane0(w.i32of(g.div(tid, g.idx(128))));
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult();
-  }();
-  Value isMma = g.lt(wgIdx, g.idx(2));
+  wgUniform = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      w.fromLane0(w.i32of(g.div(tid, g.idx(128)))));
+  Value isMma = g.lt(wgUniform, g.idx(2));
   roles = scf::IfOp::create(b, loc, isMma, /*withElseRegion=*/true);
 
   emitReducers();

@@ -199,6 +199,9 @@ struct WgmmaMain {
   RegionMapping map;
   /// The thread id; the MMA walk rebinds it to an opaque copy per step.
   Value tid;
+  /// The warpgroup index broadcast from lane 0 (warp-uniform to ptxas): the
+  /// role branch's, and with uniform-wg the MMA threads' (mmaThread).
+  Value wgUniform;
   scf::IfOp roles;
 };
 

@@ -15,7 +15,10 @@ using namespace mlir::dash::detail::wgmma;
 
 WgmmaMain::MmaThread WgmmaMain::mmaThread(Value t) {
   MmaThread m;
-  m.wg = g.div(t, g.idx(128)); // 0 | 1
+  // uniform-wg: the role branch's lane-0 broadcast, through an opaque move
+  // per use like the thread id (WgmmaMma's walk), so ptxas keeps everything
+  // built from it (descriptors) in uniform registers.
+  m.wg = config.uniformWg ? w.opaque(wgUniform) : g.div(t, g.idx(128)); // 0|1
   m.wi = g.rem(g.div(t, g.idx(32)), g.idx(4)); // warp in group
   m.lane = g.rem(t, g.idx(32));
   m.fragRow = g.add(g.mul(m.wi, g.idx(16)), g.div(m.lane, g.idx(4)));

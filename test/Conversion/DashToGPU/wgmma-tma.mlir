@@ -78,6 +78,14 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-stmatrix=0" --canonicalize --cse | FileCheck %s --check-prefix=DSPAIRS
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-stmatrix=2" 2>&1 | FileCheck %s --check-prefix=DSSTMBAD
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync ds-stmatrix=1" 2>&1 | FileCheck %s --check-prefix=DSSTMSYNC
+// uniform-wg=1: the MMA threads' warpgroup index is the role branch's lane-0
+// broadcast, moved opaquely inside the walk (so ptxas keeps the descriptors
+// built from it in uniform registers); the default divides the thread id.
+// Bad values and non-wgmma kernels are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=uniform-wg=1" --canonicalize --cse | FileCheck %s --check-prefix=UWG
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=UWG0
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=uniform-wg=2" 2>&1 | FileCheck %s --check-prefix=UWGBAD
+// RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync uniform-wg=1" 2>&1 | FileCheck %s --check-prefix=UWGSYNC
 // early-dv=1 at D = 64 (128-row Q tiles): dV's eight register-A wgmmas go out
 // right after P is packed, before dP^T is waited for, and the dS pass widens
 // P back from those bf16 pairs (a shift for the low half, a mask for the
@@ -533,6 +541,18 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // DSPAIRS: gpu.func @dash_bwd_postprocess(
 // DSSTMBAD: error: 'dash.scheduled_attention_bwd' op ds-stmatrix must be 0 or 1, or -1 for the default (got 2)
 // DSSTMSYNC: error: 'dash.scheduled_attention_bwd' op ds-stmatrix=1 needs mma=wgmma (the sync kernels keep dS elsewhere)
+// UWG: dash.config = {{{.*}}uniform_wg = true
+// UWG: gpu.func @dash_bwd_main(
+// UWG: %[[WG:.*]] = nvvm.shfl.sync  idx %c-1_i32, %{{.*}}, %c0_i32, %c31_i32
+// UWG: scf.for
+// UWG: llvm.inline_asm has_side_effects "mov.b32 $0, $1;", "=r,r" %[[WG]] : (i32) -> i32
+// UWG: nvvm.wgmma.mma_async
+// UWG0-NOT: uniform_wg
+// UWG0: %[[WG:.*]] = nvvm.shfl.sync  idx %c-1_i32, %{{.*}}, %c0_i32, %c31_i32
+// UWG0-NOT: "=r,r" %[[WG]] :
+// UWG0: gpu.func @dash_bwd_postprocess(
+// UWGBAD: error: 'dash.scheduled_attention_bwd' op uniform-wg must be 0 or 1, or -1 for the default (got 2)
+// UWGSYNC: error: 'dash.scheduled_attention_bwd' op uniform-wg=1 needs mma=wgmma (the sync kernels build no wgmma descriptors)
 // EDV: dash.config = {{{.*}}early_dv = true
 // EDV: gpu.func @dash_bwd_main(
 // EDV: scf.for
