@@ -253,6 +253,12 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "warpgroup's K/V rows and dQ operands in uniform registers (no "
            "R2UR per wgmma); 0: from the thread id, in vector registers; "
            "-1: the default, 0">,
+    Option<"dsTrans", "ds-trans", "int64_t", /*default=*/"-1",
+           "mma=wgmma on 64-row Q tiles with ds-stmatrix: 1 stores "
+           "each warpgroup's dS^T fragment transposed (stmatrix .trans) so "
+           "shared memory holds dS, Q rows by KV columns, and dQ = dS K "
+           "reads it as a K-major A (FlashAttention-3's operand order); 0: "
+           "dS^T as stored, read as an M-major A; -1: the default, 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

@@ -58,6 +58,7 @@ struct ConvertDashToGPUPass
     o.dqInMain = dqInMain;
     o.countedAdds = countedAdds;
     o.uniformWg = uniformWg;
+    o.dsTrans = dsTrans;
     o.ablateExp2 = ablateExp2;
     o.ablateRankWait = ablateRankWait;
     o.traceTimeline = traceTimeline;
@@ -154,6 +155,8 @@ struct ConvertDashToGPUPass
         config.append("dq_in_main", b.getBoolAttr(w.dqInMain));
       if (w.uniformWg) // only where set: other kernels' manifests unchanged
         config.append("uniform_wg", b.getBoolAttr(true));
+      if (w.dsTrans) // likewise
+        config.append("ds_trans", b.getBoolAttr(true));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }

@@ -603,6 +603,9 @@ struct WgmmaConfig {
   /// The MMA threads' warpgroup index from the lane-0 broadcast, so their
   /// wgmma descriptors live in uniform registers (uniform-wg=1).
   bool uniformWg = false;
+  /// dS stored transposed, Q rows by KV columns, as dQ's K-major A
+  /// (ds-trans=1; 64-row Q tiles).
+  bool dsTrans = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

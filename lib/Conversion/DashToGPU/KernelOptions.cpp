@@ -44,6 +44,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
       dqInMain = o.dqInMain,
       countedAdds = o.countedAdds,
       uniformWg = o.uniformWg,
+      dsTrans = o.dsTrans,
       ablateExp2 = o.ablateExp2,
       ablateRankWait = o.ablateRankWait,
       traceTimeline = o.traceTimeline;
@@ -360,6 +361,18 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // Default off until measured: 3-6% fewer instructions per step (the
   // descriptors' R2UR and vector math gone), same registers, no new local
   // ops (bench/NOTES.md section 40).
+  if (failed(checkOption("ds-trans", dsTrans, -1, 1, "0 or 1")))
+    return failure();
+  // dS^T's buffer has other readers only at 128-row tiles (dq-kv-split,
+  // kv-via-ds, dkdv-bulk), and the 4-byte pair stores have no transposed
+  // form.
+  if (dsTrans == 1 && !(useWgmma && bm == 64 && dsStm))
+    return op.emitOpError()
+           << "ds-trans=1 needs mma=wgmma with 64-row Q tiles and "
+              "ds-stmatrix (got "
+           << bm << "-row tiles" << (dsStm ? "" : ", ds-stmatrix=0") << ")";
+  // Default off until measured (FlashAttention-3's order; the same
+  // instructions, bench/NOTES.md section 40).
   if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
     return failure();
   if (traceTimeline != 0 && !tmaWgmma)
@@ -453,7 +466,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           ablateExp2 == 1, dqMain,  noRankWait,
                           dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
                           statsMain, pdlOn, warpProd, counted,
-                          uniformWg == 1};
+                          uniformWg == 1, dsTrans == 1};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

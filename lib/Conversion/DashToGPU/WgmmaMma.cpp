@@ -580,10 +580,14 @@ void WgmmaMain::emitMma() {
           } else {
             Value dq = w.freshAcc(dqN);
             WgmmaBuilder::Desc dsMDesc = dqADesc(th, buf), kB = dqBDesc(th);
+            // ds-trans: dS K-major, k-step kk 32 B into panel kk / 4.
             for (int64_t kk = 0; kk < kBn / 16; ++kk)
-              dq = w.wgmma(dq, w.descAt(dsMDesc, kk * 16 * 128),
-                           w.descAt(kB, kk * 16 * 128), dqN, true, true,
-                           kk == 0);
+              dq = w.wgmma(dq,
+                           w.descAt(dsMDesc, config.dsTrans
+                                                 ? kStep(kk, bm)
+                                                 : kk * 16 * 128),
+                           w.descAt(kB, kk * 16 * 128), dqN, !config.dsTrans,
+                           true, kk == 0);
             dqs.push_back(dq);
           }
           NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);

@@ -45,6 +45,8 @@ Value WgmmaMain::dsTile(Value buf) {
 
 WgmmaBuilder::Desc WgmmaMain::dqADesc(const MmaThread &t, Value buf) {
   Value a = dsTile(buf);
+  if (config.dsTrans) // dS itself: K-major, two panels of 64 KV columns
+    return w.desc(a, 16);
   if (dqParts().partsByRows())
     a = g.add(a, g.mul(t.wg, g.idx(kBn * 128)));
   return w.desc(a, kBn * 128);
@@ -62,6 +64,28 @@ void WgmmaMain::storeDsStmatrix(const MmaThread &t, Value buf,
                                 ArrayRef<Value> packed) {
   Value r8 = g.rem(t.lane, g.idx(8));
   Value h = g.div(t.lane, g.idx(16));
+  if (config.dsTrans) {
+    // ds-trans: each 8x8 matrix goes out transposed, so lane l's address
+    // is Q row 8 (2j + l / 16) + l % 8 of dS, whose 16 bytes are KV rows
+    // 16 wi + 8 ((l / 8) % 2) .. + 7: chunk 2 wi + (l / 8) % 2 of panel wg
+    // (this warpgroup's 64 KV rows), swizzled by the Q row % 8 = l % 8.
+    Value chunk = arith::XOrIOp::create(
+        b, loc,
+        g.add(g.mul(t.wi, g.idx(2)), g.rem(g.div(t.lane, g.idx(8)), g.idx(2))),
+        r8);
+    Value laneOff =
+        g.add(g.add(g.mul(t.wg, g.idx(bm * 128)),
+                    g.mul(g.add(g.mul(h, g.idx(8)), r8), g.idx(128))),
+              g.mul(chunk, g.idx(16)));
+    Value tile = g.add(dsTile(buf), laneOff);
+    for (int64_t j = 0; j < bm / 16; ++j)
+      NVVM::StMatrixOp::create(
+          b, loc, w.sh(g.add(tile, g.idx(j * 16 * 128))),
+          ValueRange(packed.slice(4 * j, 4)), NVVM::MMALayout::col,
+          NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+          NVVM::LdStMatrixEltType::B16);
+    return;
+  }
   Value rowOff = g.mul(
       g.add(g.add(t.wgRows, g.mul(t.wi, g.idx(16))),
             g.add(g.mul(g.rem(g.div(t.lane, g.idx(8)), g.idx(2)), g.idx(8)),

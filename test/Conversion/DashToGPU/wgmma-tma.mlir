@@ -86,6 +86,16 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=UWG0
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=uniform-wg=2" 2>&1 | FileCheck %s --check-prefix=UWGBAD
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync uniform-wg=1" 2>&1 | FileCheck %s --check-prefix=UWGSYNC
+// ds-trans=1 (64-row Q tiles): each warpgroup's dS^T fragment goes out by
+// stmatrix .trans (layout col), so the buffer holds dS and dQ's eight
+// wgmmas read it as a K-major A (layout row; FlashAttention-3's order); the
+// default stores dS^T and reads an M-major A (layout col). Bad values,
+// 128-row tiles and ds-stmatrix=0 are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" --canonicalize --cse | FileCheck %s --check-prefix=DST
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DST0
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=2" 2>&1 | FileCheck %s --check-prefix=DSTBAD
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" 2>&1 | FileCheck %s --check-prefix=DST128
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1 ds-stmatrix=0" 2>&1 | FileCheck %s --check-prefix=DSTPAIRS
 // early-dv=1 at D = 64 (128-row Q tiles): dV's eight register-A wgmmas go out
 // right after P is packed, before dP^T is waited for, and the dS pass widens
 // P back from those bf16 pairs (a shift for the low half, a mask for the
@@ -553,6 +563,24 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // UWG0: gpu.func @dash_bwd_postprocess(
 // UWGBAD: error: 'dash.scheduled_attention_bwd' op uniform-wg must be 0 or 1, or -1 for the default (got 2)
 // UWGSYNC: error: 'dash.scheduled_attention_bwd' op uniform-wg=1 needs mma=wgmma (the sync kernels build no wgmma descriptors)
+// DST: dash.config = {{{.*}}ds_trans = true
+// DST: gpu.func @dash_bwd_main(
+// DST-NOT: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// DST: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// DST-NOT: A[<bf16>, <one>, <col>]
+// DST-COUNT-8: A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// DST-NOT: A[<bf16>, <one>, <col>]
+// DST: gpu.func @dash_bwd_postprocess(
+// DST0-NOT: ds_trans
+// DST0: gpu.func @dash_bwd_main(
+// DST0-NOT: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// DST0: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// DST0-NOT: A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// DST0-COUNT-8: A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// DST0: gpu.func @dash_bwd_postprocess(
+// DSTBAD: error: 'dash.scheduled_attention_bwd' op ds-trans must be 0 or 1, or -1 for the default (got 2)
+// DST128: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with 64-row Q tiles and ds-stmatrix (got 128-row tiles)
+// DSTPAIRS: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with 64-row Q tiles and ds-stmatrix (got 64-row tiles, ds-stmatrix=0)
 // EDV: dash.config = {{{.*}}early_dv = true
 // EDV: gpu.func @dash_bwd_main(
 // EDV: scf.for
