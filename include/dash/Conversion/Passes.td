@@ -259,6 +259,11 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "shared memory holds dS, Q rows by KV columns, and dQ = dS K "
            "reads it as a K-major A (FlashAttention-3's operand order); 0: "
            "dS^T as stored, read as an M-major A; -1: the default, 0">,
+    Option<"dvBeforeFence", "dv-before-fence", "int64_t", /*default=*/"-1",
+           "mma=wgmma with early-dv=0: 1 issues dV right after the dS^T "
+           "stores, ahead of their proxy fence and the dS^T barrier "
+           "(FlashAttention-3's order); 0: after the fence; -1: the "
+           "default, 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

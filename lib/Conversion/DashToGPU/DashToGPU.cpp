@@ -59,6 +59,7 @@ struct ConvertDashToGPUPass
     o.countedAdds = countedAdds;
     o.uniformWg = uniformWg;
     o.dsTrans = dsTrans;
+    o.dvBeforeFence = dvBeforeFence;
     o.ablateExp2 = ablateExp2;
     o.ablateRankWait = ablateRankWait;
     o.traceTimeline = traceTimeline;
@@ -157,6 +158,8 @@ struct ConvertDashToGPUPass
         config.append("uniform_wg", b.getBoolAttr(true));
       if (w.dsTrans) // likewise
         config.append("ds_trans", b.getBoolAttr(true));
+      if (w.dvBeforeFence) // likewise
+        config.append("dv_before_fence", b.getBoolAttr(true));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }

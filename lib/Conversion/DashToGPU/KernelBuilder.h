@@ -606,6 +606,9 @@ struct WgmmaConfig {
   /// dS stored transposed, Q rows by KV columns, as dQ's K-major A
   /// (ds-trans=1; 64-row Q tiles).
   bool dsTrans = false;
+  /// With earlyDv off: dV issued after the dS^T stores but ahead of their
+  /// proxy fence (dv-before-fence=1).
+  bool dvBeforeFence = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

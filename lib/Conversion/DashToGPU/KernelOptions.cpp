@@ -45,6 +45,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
       countedAdds = o.countedAdds,
       uniformWg = o.uniformWg,
       dsTrans = o.dsTrans,
+      dvBeforeFence = o.dvBeforeFence,
       ablateExp2 = o.ablateExp2,
       ablateRankWait = o.ablateRankWait,
       traceTimeline = o.traceTimeline;
@@ -373,6 +374,13 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
            << bm << "-row tiles" << (dsStm ? "" : ", ds-stmatrix=0") << ")";
   // Default off until measured (FlashAttention-3's order; the same
   // instructions, bench/NOTES.md section 40).
+  if (failed(checkOption("dv-before-fence", dvBeforeFence, -1, 1, "0 or 1")))
+    return failure();
+  if (dvBeforeFence == 1 && !(useWgmma && !dvEarly))
+    return op.emitOpError() << "dv-before-fence=1 needs mma=wgmma with "
+                               "early-dv=0 (dV after the dS^T stores)";
+  // Default off until measured: the fence measured ~free of an in-flight
+  // dV (section 24), so this is FlashAttention-3's order, for one A/B.
   if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
     return failure();
   if (traceTimeline != 0 && !tmaWgmma)
@@ -466,7 +474,8 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           ablateExp2 == 1, dqMain,  noRankWait,
                           dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
                           statsMain, pdlOn, warpProd, counted,
-                          uniformWg == 1, dsTrans == 1};
+                          uniformWg == 1, dsTrans == 1,
+                          dvBeforeFence == 1};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

@@ -526,9 +526,12 @@ void WgmmaMain::emitMma() {
             if (config.dsStmatrix)
               storeDsStmatrix(th, buf, dsA);
           }
+          // dv-before-fence: dV ahead of the fence, FlashAttention-3's order.
+          if (!earlyDv && config.dvBeforeFence)
+            issueDv();
           w.fenceAsyncShared();
           phase(kPhDsStored);
-          if (!earlyDv)
+          if (!earlyDv && !config.dvBeforeFence)
             issueDv();
           phase(kPhDvIssued);
 

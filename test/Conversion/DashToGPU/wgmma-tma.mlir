@@ -96,6 +96,13 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=2" 2>&1 | FileCheck %s --check-prefix=DSTBAD
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" 2>&1 | FileCheck %s --check-prefix=DST128
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1 ds-stmatrix=0" 2>&1 | FileCheck %s --check-prefix=DSTPAIRS
+// dv-before-fence=1: dV's four register-A wgmmas go out right after the dS^T
+// stores, ahead of their proxy fence (FlashAttention-3's order); the default
+// fences first. early-dv=1 kernels and bad values are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dv-before-fence=1" --canonicalize --cse | FileCheck %s --check-prefix=DVBF
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DVBF0
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dv-before-fence=1 early-dv=1" 2>&1 | FileCheck %s --check-prefix=DVBFEARLY
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dv-before-fence=3" 2>&1 | FileCheck %s --check-prefix=DVBFBAD
 // early-dv=1 at D = 64 (128-row Q tiles): dV's eight register-A wgmmas go out
 // right after P is packed, before dP^T is waited for, and the dS pass widens
 // P back from those bf16 pairs (a shift for the low half, a mask for the
@@ -581,6 +588,22 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // DSTBAD: error: 'dash.scheduled_attention_bwd' op ds-trans must be 0 or 1, or -1 for the default (got 2)
 // DST128: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with 64-row Q tiles and ds-stmatrix (got 128-row tiles)
 // DSTPAIRS: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with 64-row Q tiles and ds-stmatrix (got 64-row tiles, ds-stmatrix=0)
+// DVBF: dash.config = {{{.*}}dv_before_fence = true
+// DVBF: gpu.func @dash_bwd_main(
+// DVBF: nvvm.stmatrix
+// DVBF-NOT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// DVBF-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16
+// DVBF-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// DVBF-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// DVBF0-NOT: dv_before_fence
+// DVBF0: gpu.func @dash_bwd_main(
+// DVBF0: nvvm.stmatrix
+// DVBF0-NOT: wgmma.mma_async.sync.aligned.m64n128k16
+// DVBF0: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// DVBF0-NEXT: nvvm.wgmma.fence.aligned
+// DVBF0-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16
+// DVBFEARLY: error: 'dash.scheduled_attention_bwd' op dv-before-fence=1 needs mma=wgmma with early-dv=0 (dV after the dS^T stores)
+// DVBFBAD: error: 'dash.scheduled_attention_bwd' op dv-before-fence must be 0 or 1, or -1 for the default (got 3)
 // EDV: dash.config = {{{.*}}early_dv = true
 // EDV: gpu.func @dash_bwd_main(
 // EDV: scf.for
