@@ -254,7 +254,7 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "R2UR per wgmma); 0: from the thread id, in vector registers; "
            "-1: the default, 0">,
     Option<"dsTrans", "ds-trans", "int64_t", /*default=*/"-1",
-           "mma=wgmma on 64-row Q tiles with ds-stmatrix: 1 stores "
+           "mma=wgmma with ds-stmatrix, not dq-kv-split: 1 stores "
            "each warpgroup's dS^T fragment transposed (stmatrix .trans) so "
            "shared memory holds dS, Q rows by KV columns, and dQ = dS K "
            "reads it as a K-major A (FlashAttention-3's operand order); 0: "

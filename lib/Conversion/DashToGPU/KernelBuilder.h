@@ -604,7 +604,7 @@ struct WgmmaConfig {
   /// wgmma descriptors live in uniform registers (uniform-wg=1).
   bool uniformWg = false;
   /// dS stored transposed, Q rows by KV columns, as dQ's K-major A
-  /// (ds-trans=1; 64-row Q tiles).
+  /// (ds-trans=1).
   bool dsTrans = false;
   /// With earlyDv off: dV issued after the dS^T stores but ahead of their
   /// proxy fence (dv-before-fence=1).

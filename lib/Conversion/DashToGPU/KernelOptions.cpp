@@ -364,14 +364,12 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // ops (bench/NOTES.md section 40).
   if (failed(checkOption("ds-trans", dsTrans, -1, 1, "0 or 1")))
     return failure();
-  // dS^T's buffer has other readers only at 128-row tiles (dq-kv-split,
-  // kv-via-ds, dkdv-bulk), and the 4-byte pair stores have no transposed
-  // form.
-  if (dsTrans == 1 && !(useWgmma && bm == 64 && dsStm))
-    return op.emitOpError()
-           << "ds-trans=1 needs mma=wgmma with 64-row Q tiles and "
-              "ds-stmatrix (got "
-           << bm << "-row tiles" << (dsStm ? "" : ", ds-stmatrix=0") << ")";
+  // dq-kv-split's dQ reads each warpgroup's own dS^T rows (kv-via-ds and
+  // dkdv-bulk use the buffer as scratch only), and the 4-byte pair stores
+  // have no transposed form.
+  if (dsTrans == 1 && !(useWgmma && dsStm && !kvSplit))
+    return op.emitOpError() << "ds-trans=1 needs mma=wgmma with ds-stmatrix "
+                               "and without dq-kv-split";
   // Default off until measured (FlashAttention-3's order; the same
   // instructions, bench/NOTES.md section 40).
   if (failed(checkOption("dv-before-fence", dvBeforeFence, -1, 1, "0 or 1")))

@@ -45,8 +45,11 @@ Value WgmmaMain::dsTile(Value buf) {
 
 WgmmaBuilder::Desc WgmmaMain::dqADesc(const MmaThread &t, Value buf) {
   Value a = dsTile(buf);
-  if (config.dsTrans) // dS itself: K-major, two panels of 64 KV columns
-    return w.desc(a, 16);
+  if (config.dsTrans) // dS itself: K-major, two panels of 64 KV columns,
+    return w.desc(dqParts().partsByRows() // this warpgroup's Q rows
+                      ? g.add(a, g.mul(t.wg, g.idx(64 * 128)))
+                      : a,
+                  16);
   if (dqParts().partsByRows())
     a = g.add(a, g.mul(t.wg, g.idx(kBn * 128)));
   return w.desc(a, kBn * 128);

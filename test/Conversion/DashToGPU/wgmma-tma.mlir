@@ -86,15 +86,17 @@
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=UWG0
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=uniform-wg=2" 2>&1 | FileCheck %s --check-prefix=UWGBAD
 // RUN: not dash-opt %s --dash-tile="block-m=64 block-n=64" --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=mma=sync uniform-wg=1" 2>&1 | FileCheck %s --check-prefix=UWGSYNC
-// ds-trans=1 (64-row Q tiles): each warpgroup's dS^T fragment goes out by
-// stmatrix .trans (layout col), so the buffer holds dS and dQ's eight
-// wgmmas read it as a K-major A (layout row; FlashAttention-3's order); the
-// default stores dS^T and reads an M-major A (layout col). Bad values,
-// 128-row tiles and ds-stmatrix=0 are refused.
+// ds-trans=1: each warpgroup's dS^T fragment goes out by stmatrix .trans
+// (layout col), so the buffer holds dS and dQ's eight wgmmas read it as a
+// K-major A (layout row; FlashAttention-3's order); the default stores dS^T
+// and reads an M-major A (layout col). At D = 64 (128-row Q tiles) each
+// warpgroup's dQ starts at its 64 Q rows of both panels. Bad values,
+// dq-kv-split and ds-stmatrix=0 are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" --canonicalize --cse | FileCheck %s --check-prefix=DST
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DST0
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=2" 2>&1 | FileCheck %s --check-prefix=DSTBAD
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" 2>&1 | FileCheck %s --check-prefix=DST128
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" --canonicalize --cse | FileCheck %s --check-prefix=DST64
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1 dq-kv-split=1" 2>&1 | FileCheck %s --check-prefix=DSTSPLIT
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1 ds-stmatrix=0" 2>&1 | FileCheck %s --check-prefix=DSTPAIRS
 // dv-before-fence=1: dV's four register-A wgmmas go out right after the dS^T
 // stores, ahead of their proxy fence (FlashAttention-3's order); the default
@@ -586,8 +588,16 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // DST0-COUNT-8: A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // DST0: gpu.func @dash_bwd_postprocess(
 // DSTBAD: error: 'dash.scheduled_attention_bwd' op ds-trans must be 0 or 1, or -1 for the default (got 2)
-// DST128: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with 64-row Q tiles and ds-stmatrix (got 128-row tiles)
-// DSTPAIRS: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with 64-row Q tiles and ds-stmatrix (got 64-row tiles, ds-stmatrix=0)
+// DST64: dash.config = {{{.*}}block_m = 128 : i64{{.*}}ds_trans = true
+// DST64: gpu.func @dash_bwd_main(
+// DST64-NOT: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// DST64-COUNT-8: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// DST64-NOT: A[<bf16>, <one>, <col>]
+// DST64-COUNT-8: A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// DST64-NOT: A[<bf16>, <one>, <col>]
+// DST64: gpu.func @dash_bwd_postprocess(
+// DSTSPLIT: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with ds-stmatrix and without dq-kv-split
+// DSTPAIRS: error: 'dash.scheduled_attention_bwd' op ds-trans=1 needs mma=wgmma with ds-stmatrix and without dq-kv-split
 // DVBF: dash.config = {{{.*}}dv_before_fence = true
 // DVBF: gpu.func @dash_bwd_main(
 // DVBF: nvvm.stmatrix
