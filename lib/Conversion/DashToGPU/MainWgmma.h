@@ -116,7 +116,8 @@ struct WgmmaMain {
     return (kk / 4) * rows * 128 + (kk % 4) * 32;
   }
   /// ds-stmatrix: this thread's packed dS^T pairs (the A of dK) into the
-  /// dS^T buffer of stage `buf`, four 8x8 bf16 matrices per stmatrix.
+  /// dS^T buffer of stage `buf`, four 8x8 bf16 matrices per stmatrix
+  /// (ds-trans: transposed, so the buffer holds dS for dQ's K-major A).
   void storeDsStmatrix(const MmaThread &t, Value buf, ArrayRef<Value> packed);
   /// The MMA warpgroups' hand-off of a step's dQ partial `dqs` (one
   /// accumulator, or dq-kv-split's two Q halves) to the reducer: staging

@@ -45,8 +45,10 @@ Value WgmmaMain::dsTile(Value buf) {
 
 WgmmaBuilder::Desc WgmmaMain::dqADesc(const MmaThread &t, Value buf) {
   Value a = dsTile(buf);
-  if (config.dsTrans) // dS itself: K-major, two panels of 64 KV columns,
-    return w.desc(dqParts().partsByRows() // this warpgroup's Q rows
+  // ds-trans: dS itself, K-major in two panels of 64 KV columns (at 128-row
+  // tiles from this warpgroup's 64 Q rows of each).
+  if (config.dsTrans)
+    return w.desc(dqParts().partsByRows()
                       ? g.add(a, g.mul(t.wg, g.idx(64 * 128)))
                       : a,
                   16);
@@ -67,43 +69,40 @@ void WgmmaMain::storeDsStmatrix(const MmaThread &t, Value buf,
                                 ArrayRef<Value> packed) {
   Value r8 = g.rem(t.lane, g.idx(8));
   Value h = g.div(t.lane, g.idx(16));
+  Value half = g.rem(g.div(t.lane, g.idx(8)), g.idx(2)); // rows 8.. of 16
+  std::function<Value(int64_t)> addrOf;
   if (config.dsTrans) {
     // ds-trans: each 8x8 matrix goes out transposed, so lane l's address
     // is Q row 8 (2j + l / 16) + l % 8 of dS, whose 16 bytes are KV rows
     // 16 wi + 8 ((l / 8) % 2) .. + 7: chunk 2 wi + (l / 8) % 2 of panel wg
-    // (this warpgroup's 64 KV rows), swizzled by the Q row % 8 = l % 8.
+    // (bm Q rows: this warpgroup's 64 KV columns), swizzled by the Q row
+    // % 8 = l % 8.
     Value chunk = arith::XOrIOp::create(
-        b, loc,
-        g.add(g.mul(t.wi, g.idx(2)), g.rem(g.div(t.lane, g.idx(8)), g.idx(2))),
-        r8);
-    Value laneOff =
-        g.add(g.add(g.mul(t.wg, g.idx(bm * 128)),
-                    g.mul(g.add(g.mul(h, g.idx(8)), r8), g.idx(128))),
-              g.mul(chunk, g.idx(16)));
-    Value tile = g.add(dsTile(buf), laneOff);
-    for (int64_t j = 0; j < bm / 16; ++j)
-      NVVM::StMatrixOp::create(
-          b, loc, w.sh(g.add(tile, g.idx(j * 16 * 128))),
-          ValueRange(packed.slice(4 * j, 4)), NVVM::MMALayout::col,
-          NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
-          NVVM::LdStMatrixEltType::B16);
-    return;
+        b, loc, g.add(g.mul(t.wi, g.idx(2)), half), r8);
+    Value lane = g.add(
+        g.add(g.mul(t.wg, g.idx(bm * 128)),
+              g.mul(g.add(g.mul(h, g.idx(8)), r8), g.idx(128))),
+        g.mul(chunk, g.idx(16)));
+    Value tile = g.add(dsTile(buf), lane);
+    addrOf = [=](int64_t j) { return g.add(tile, g.idx(j * 16 * 128)); };
+  } else {
+    Value rowOff = g.mul(
+        g.add(g.add(t.wgRows, g.mul(t.wi, g.idx(16))),
+              g.add(g.mul(half, g.idx(8)), r8)),
+        g.idx(128));
+    Value c0 = arith::XOrIOp::create(b, loc, h, r8);
+    Value tile = dsTile(buf);
+    addrOf = [=](int64_t j) {
+      Value chunk = arith::XOrIOp::create(b, loc, g.idx((2 * j) % 8), c0);
+      Value byteOff = g.add(g.add(g.idx((j / 4) * kBn * 128), rowOff),
+                            g.mul(chunk, g.idx(16)));
+      return g.add(tile, byteOff);
+    };
   }
-  Value rowOff = g.mul(
-      g.add(g.add(t.wgRows, g.mul(t.wi, g.idx(16))),
-            g.add(g.mul(g.rem(g.div(t.lane, g.idx(8)), g.idx(2)), g.idx(8)),
-                  r8)),
-      g.idx(128));
-  Value c0 = arith::XOrIOp::create(b, loc, h, r8);
-  Value tile = dsTile(buf);
-  for (int64_t j = 0; j < bm / 16; ++j) {
-    Value chunk = arith::XOrIOp::create(b, loc, g.idx((2 * j) % 8), c0);
-    Value byteOff = g.add(g.add(g.idx((j / 4) * kBn * 128), rowOff),
-                          g.mul(chunk, g.idx(16)));
-    NVVM::StMatrixOp::create(b, loc, w.sh(g.add(tile, byteOff)),
-                             ValueRange(packed.slice(4 * j, 4)),
-                             NVVM::MMALayout::row,
-                             NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
-                             NVVM::LdStMatrixEltType::B16);
-  }
+  for (int64_t j = 0; j < bm / 16; ++j)
+    NVVM::StMatrixOp::create(
+        b, loc, w.sh(addrOf(j)), ValueRange(packed.slice(4 * j, 4)),
+        config.dsTrans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+        NVVM::LdStMatrixEltType::B16);
 }
