@@ -21,10 +21,13 @@ scripts/aot recorded in the kernels' manifests (bench/source_commit.py).
   PYTHONPATH=python python3 bench/attention_bwd.py --out bench/results/DIR \
       [--hdims 64,128] [--masks full,causal] [--seqlens 512,...] [--runs 30]
       [--all-policies] [--no-flex] [--timing queued|sync|window] [--commit SHA]
-      [--layout bhsd|bshd] [--variant NAME=DIR]...
+      [--layout bhsd|bshd] [--variant NAME=DIR]... [--fa3-lib LIB]
 
 --variant NAME=DIR also times the kernel set in DIR in the same rounds (a
-same-call A/B: rows dash-SCHEDULE-{det,nondet}@NAME).
+same-call A/B: rows dash-SCHEDULE-{det,nondet}@NAME). --fa3-lib (or
+$DASH_FA3_LIB) adds FlashAttention-3's backward, deterministic and not (rows
+fa3-det, fa3-nondet; bench/peers/fa3/ builds the library), on the same inputs,
+with its gradients' relative difference from DASH's.
 """
 import argparse
 import json
@@ -50,6 +53,7 @@ from plot_results import plot  # noqa: E402  (torch-free, also a CLI)
 from summarize import DEFAULT_ANCHORS, load_anchors  # noqa: E402
 from round_order import round_orders, window_order  # noqa: E402  (torch-free)
 import source_commit  # noqa: E402  (torch-free)
+import fa3_peer  # noqa: E402  (torch only inside backward)
 
 POLICIES = {"full": ["ascending", "spt", "descending", "shift"],
             "causal": ["ascending", "spt", "descending", "symmetric-shift"]}
@@ -210,6 +214,49 @@ def bench_tensor(b, h, s, d, layout, grad=False):
     return t.transpose(1, 2) if layout == "bshd" else t
 
 
+def rel_diff(got, ref):
+    """The largest of ||a - b|| / ||b|| over the gradients."""
+    return max(((a.float() - r.float()).norm() / r.float().norm()).item()
+               for a, r in zip(got, ref))
+
+
+def add_fa3_rows(args, q, k, v, o, do, lse, causal, scale, entries, record):
+    """FlashAttention-3's backward (--fa3-lib), deterministic and not, as
+    entries of the cell: its gradients are held against DASH's deterministic
+    ones (which the matrix checks against float64) once, so a peer set up
+    wrong shows as a difference, not as a fast row."""
+    b, h, s, d = q.shape
+    # FA3 takes one memory order for all tensors: o from SDPA's flash
+    # forward may come in another than q's.
+    o = o if o.stride() == q.stride() else torch.empty_like(q).copy_(o)
+    ref = dash_attn.attention_backward(q.detach(), k.detach(), v.detach(), o, do, lse,
+                                       causal=causal, scale=scale, deterministic=True,
+                                       schedule="auto", layout="bhsd")
+    for det in (True, False):
+        name = "fa3-det" if det else "fa3-nondet"
+        fn = (lambda det=det: fa3_peer.backward(args.fa3, q.detach(), k.detach(), v.detach(),
+                                                o, do, lse, causal, scale, det))
+        try:
+            diff = rel_diff(fn(), ref)
+        except (ValueError, RuntimeError) as e:
+            record(name, None, None, {"error": str(e).splitlines()[0][:120]})
+            continue
+        if diff > 1e-2:
+            print("d=%d s=%d %s: gradients differ from DASH's by %.3g" % (d, s, name, diff),
+                  flush=True)
+
+        def finish(ms, name=name, fn=fn, diff=diff):
+            eq = bits_equal(fn, args.repeats)
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            fn()
+            record(name, ms, eq, {
+                "peak_extra_bytes": torch.cuda.max_memory_allocated() - base,
+                "workspace_bytes": args.fa3.workspace_bytes(d, causal, b, h, s),
+                "rel_diff_vs_dash": diff})
+        entries.append((name, fn, finish))
+
+
 def run_cell(d, mask, s, args, results):
     b, h = 16384 // s, 2048 // d
     causal = mask == "causal"
@@ -327,6 +374,9 @@ def run_cell(d, mask, s, args, results):
             record(name, ms, eq, extra)
         entries.append((name, fn, finish))
 
+    if args.fa3 is not None and args.fa3.covers(d):
+        add_fa3_rows(args, q, k, v, o, do, lse, causal, scale, entries, record)
+
     seed = cell_seed(d, mask, s, args.seed)
     if args.timing == "window":
         times, host_bound = timed_windows([fn for _, fn, _ in entries], args.runs, seed=seed)
@@ -373,7 +423,14 @@ def main():
     ap.add_argument("--seed", type=int, default=0,
                     help="mixed into each cell's seed for the order of its rounds "
                          "or windows (default 0: a rerun times in the same orders)")
+    ap.add_argument("--fa3-lib", default=os.environ.get("DASH_FA3_LIB"), metavar="LIB",
+                    help="FlashAttention-3's backward as a peer (rows fa3-det, "
+                         "fa3-nondet): libdash_fa3_peer.so from bench/peers/fa3/build.sh")
     args = ap.parse_args()
+    try:
+        args.fa3 = fa3_peer.Fa3Peer(args.fa3_lib) if args.fa3_lib else None
+    except (OSError, ValueError) as e:
+        ap.error(str(e))
     from dash_attn import _runtime
     args.variant_runtimes = []
     for v in args.variant:
@@ -389,7 +446,7 @@ def main():
                 cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
                 commit=args.commit, timing=args.timing, layout=args.layout,
                 round_order="random" if args.timing != "window" else "windows, random mirrored",
-                seed=args.seed,
+                seed=args.seed, fa3_lib=args.fa3_lib,
                 command=" ".join(sys.argv),
                 date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
 

@@ -10,6 +10,8 @@ main kernel's own throughput can be told apart.
 
 Cells are d:mask:s (shapes as bench/attention_bwd.py). Needs the GPU machine
 (ncu, torch, the runtime); prints a table and writes JSON if --out is given.
+--fa3-lib LIB measures FlashAttention-3's backward instead (bench/peers/fa3/):
+its three kernels map to the same columns.
 """
 import argparse
 import csv
@@ -44,23 +46,44 @@ def flops(d, mask, s):
     return f / 2 if mask == "causal" else f
 
 
-def time_call(d, mask, s, det, runs):
+def role_of(kernel):
+    """preprocess / main / postprocess for DASH's kernels and FA3's (whose
+    names are CUTLASS templates), else the name itself."""
+    for role, marks in (("preprocess", ("dash_bwd_preprocess", "FlashAttnBwdPreprocess")),
+                        ("main", ("dash_bwd_main", "FlashAttnBwdSm90")),
+                        ("postprocess", ("dash_bwd_postprocess", "FlashAttnBwdPostprocess"))):
+        if any(m in kernel for m in marks):
+            return role
+    return kernel.split("(")[0]
+
+
+def call_of(cell, det, fa3_lib=None):
+    """The cell's backward as a callable: DASH's, or FA3's with fa3_lib."""
+    import dash_attn
+    if not fa3_lib:
+        return lambda: dash_attn.attention_backward(**cell, deterministic=bool(det))
+    import fa3_peer
+    peer = fa3_peer.Fa3Peer(fa3_lib)
+    args = [cell[k] for k in ("q", "k", "v", "o", "do", "lse")]
+    return lambda: fa3_peer.backward(peer, *args, cell["causal"], cell["scale"], bool(det))
+
+
+def time_call(d, mask, s, det, runs, fa3_lib=None):
     """(median ms of whole calls timed one at a time, the GPU idle at each
     start as in bench/attention_bwd.py --timing sync, so the host's launch
     path counts;
     mean ms of `runs` calls queued back to back, where it hides)."""
     import torch
     sys.path.insert(0, HERE)
-    import dash_attn
     from profile_cell import cell_inputs
-    cell = cell_inputs(d, mask, s)
+    call = call_of(cell_inputs(d, mask, s), det, fa3_lib)
     for _ in range(3):
-        dash_attn.attention_backward(**cell, deterministic=bool(det))
+        call()
     times = []
     for _ in range(runs):
         a, e = torch.cuda.Event(True), torch.cuda.Event(True)
         a.record()
-        dash_attn.attention_backward(**cell, deterministic=bool(det))
+        call()
         e.record()
         e.synchronize()
         times.append(a.elapsed_time(e))
@@ -69,7 +92,7 @@ def time_call(d, mask, s, det, runs):
     a.record()
     t0 = time.perf_counter()
     for _ in range(runs):
-        dash_attn.attention_backward(**cell, deterministic=bool(det))
+        call()
     host_us = (time.perf_counter() - t0) / runs * 1e6
     e.record()
     e.synchronize()
@@ -89,16 +112,16 @@ def duration_us(unit):
     return _TO_US[unit]
 
 
-def ncu_kernels(d, mask, s, det, extra=()):
-    """{kernel: {metric: value}} of the second call's launches (`extra`:
-    more ncu metrics, e.g. L2 hit rate and the SM clock)."""
+def ncu_kernels(d, mask, s, det, extra=(), fa3_lib=None):
+    """{role (role_of): {metric: value}} of the second call's launches
+    (`extra`: more ncu metrics, e.g. L2 hit rate and the SM clock)."""
     try:
-        return ncu_run(d, mask, s, det, METRICS + BANK_METRICS + list(extra))
+        return ncu_run(d, mask, s, det, METRICS + BANK_METRICS + list(extra), fa3_lib)
     except RuntimeError as e:
         print("kernel_times: without the bank metrics (%s)" % str(e).splitlines()[0],
               file=sys.stderr)
     try:
-        return ncu_run(d, mask, s, det, METRICS + list(extra))
+        return ncu_run(d, mask, s, det, METRICS + list(extra), fa3_lib)
     except RuntimeError as e:
         if not extra:
             raise
@@ -106,15 +129,17 @@ def ncu_kernels(d, mask, s, det, extra=()):
                            % (",".join(extra), e)) from e
 
 
-def ncu_run(d, mask, s, det, metrics):
+def ncu_run(d, mask, s, det, metrics, fa3_lib=None):
     # Every launch of both calls (two or three per call: no postprocess
     # without GQA since dq-in-main); rows of the second call come last and
     # overwrite the first's in `out`.
     cmd = ["ncu", "--clock-control", "none", "--csv", "--kernel-name",
-           "regex:dash_bwd",
+           "regex:FlashAttnBwd" if fa3_lib else "regex:dash_bwd",
            "--metrics", ",".join(metrics), sys.executable,
            os.path.join(HERE, "profile_cell.py"), "--d", str(d), "--mask", mask,
            "--s", str(s), "--det", str(det), "--calls", "2"]
+    if fa3_lib:
+        cmd += ["--fa3-lib", fa3_lib]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("ncu failed (%d):\n%s%s" % (p.returncode, p.stdout[-2000:],
@@ -122,7 +147,7 @@ def ncu_run(d, mask, s, det, metrics):
     lines = [l for l in p.stdout.splitlines() if l.startswith('"')]
     out = {}
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
-        name = row["Kernel Name"].split("(")[0]
+        name = role_of(row["Kernel Name"])
         val = float(row["Metric Value"].replace(",", ""))
         unit = row.get("Metric Unit", "")
         if row["Metric Name"] == "gpu__time_duration.sum":
@@ -140,6 +165,7 @@ def main():
     ap.add_argument("--extra-metrics", default="",
                     help="comma-separated ncu metrics also read (JSON main_metrics), "
                          "e.g. lts__t_sector_hit_rate.pct,sm__cycles_elapsed.avg.per_second")
+    ap.add_argument("--fa3-lib", help="FlashAttention-3's backward (the peer library) instead")
     args = ap.parse_args()
     extra = [m for m in args.extra_metrics.split(",") if m]
     rows = []
@@ -148,12 +174,13 @@ def main():
         d, s = int(d), int(s)
         if mask not in ("full", "causal"):
             sys.exit("kernel_times: mask must be full or causal, got '%s'" % mask)
-        ms, queued_ms, host_us = time_call(d, mask, s, args.det, args.runs)
-        k = ncu_kernels(d, mask, s, args.det, extra)
-        us = {n.replace("dash_bwd_", ""): v["gpu__time_duration.sum"] for n, v in k.items()}
-        main_m = k.get("dash_bwd_main", {})
+        ms, queued_ms, host_us = time_call(d, mask, s, args.det, args.runs, args.fa3_lib)
+        k = ncu_kernels(d, mask, s, args.det, extra, args.fa3_lib)
+        us = {n: v["gpu__time_duration.sum"] for n, v in k.items()}
+        main_m = k.get("main", {})
         f = flops(d, mask, s)
-        row = dict(d=d, mask=mask, s=s, det=args.det, call_ms=ms, queued_ms=queued_ms,
+        row = dict(d=d, mask=mask, s=s, det=args.det, impl="fa3" if args.fa3_lib else "dash",
+                   call_ms=ms, queued_ms=queued_ms,
                    host_us=host_us,
                    kernels_us=us,
                    call_tflops=f / ms / 1e9,

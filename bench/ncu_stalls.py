@@ -11,6 +11,8 @@ all samples, the instructions with the most samples, each with the
 instruction before it (a wait shows up on the instruction after the one
 that waits), and each warp role's share (the code reachable from its
 setmaxnreg: MMA warpgroups vs reducers + producer). DIR keeps the report and the CSV. Needs ncu (the GPU machine).
+FlashAttention-3's main kernel beside ours: `--kernel-regex FlashAttnBwdSm90 --
+--fa3-lib LIB ...` (profile_cell.py runs the peer; its roles are found the same way).
 """
 import argparse
 import csv
@@ -132,6 +134,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--label", default="")
     ap.add_argument("--summarise", help="only summarise this CSV")
+    ap.add_argument("--kernel-regex", default="dash_bwd_main",
+                    help="the main kernel's name (FA3's: FlashAttnBwdSm90)")
     ap.add_argument("cell", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -140,7 +144,7 @@ def main():
         rep = os.path.join(a.out, "main")
         cell = [x for x in a.cell if x != "--"]
         cmd = ["ncu", "--set", "full", "--import-source", "no", "--kernel-name",
-               "regex:dash_bwd_main", "--launch-skip", "1", "--launch-count", "1",
+               "regex:" + a.kernel_regex, "--launch-skip", "1", "--launch-count", "1",
                "-f", "-o", rep, sys.executable, os.path.join(HERE, "profile_cell.py")] + cell
         subprocess.run(cmd, check=True)
         with open(csv_path, "w") as f:

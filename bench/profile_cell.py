@@ -7,12 +7,19 @@ postprocess kernels, or to sample where the main kernel stalls.
       --metrics gpu__time_duration.sum python3 bench/profile_cell.py --d 128 --s 512
 
 Shapes as bench/attention_bwd.py: b = 16384/s, h = 2048/d, bf16, BHSD.
+--fa3-lib LIB calls FlashAttention-3's backward instead (bench/peers/fa3/), the
+same inputs, to profile beside ours (main kernel: regex:FlashAttnBwdSm90).
 """
 import argparse
+import os
+import sys
 
 import torch
 
 import dash_attn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fa3_peer  # noqa: E402
 
 
 def cell_inputs(d, mask, s):
@@ -39,11 +46,17 @@ def main():
     ap.add_argument("--det", type=int, default=1)
     ap.add_argument("--schedule", default="auto")
     ap.add_argument("--calls", type=int, default=2)
+    ap.add_argument("--fa3-lib", help="call FA3's backward (the peer library) instead")
     args = ap.parse_args()
     cell = cell_inputs(args.d, args.mask, args.s)
+    peer = fa3_peer.Fa3Peer(args.fa3_lib) if args.fa3_lib else None
     for _ in range(args.calls):
-        dash_attn.attention_backward(**cell, deterministic=bool(args.det),
-                                     schedule=args.schedule)
+        if peer:
+            fa3_peer.backward(peer, *(cell[k] for k in ("q", "k", "v", "o", "do", "lse")),
+                              cell["causal"], cell["scale"], bool(args.det))
+        else:
+            dash_attn.attention_backward(**cell, deterministic=bool(args.det),
+                                         schedule=args.schedule)
     torch.cuda.synchronize()
 
 

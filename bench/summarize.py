@@ -13,7 +13,11 @@ deterministic schedule, and our workspace beside the FA3-class extra memory
 bytes). Ends with the issue's targets, each counted over the cells, and
 one diagnostic: whether the schedule auto resolved to, timed in its own row,
 is within 3% of the best (the model's pick apart from the timing noise
-between two rows of the same kernel).
+between two rows of the same kernel). A run with FlashAttention-3 as a peer
+(bench/attention_bwd.py --fa3-lib) gets a second table: FA3 measured in
+the same rounds, ours against it directly, and FA3-det / cuDNN of this run
+beside the anchor run's (a diagnostic of the yardstick; the targets stay
+the anchor ratios).
 """
 import argparse
 import json
@@ -113,7 +117,47 @@ def summarize(results, anchors):
              ("pick", "(diagnostic) auto's schedule, timed in its own row, within 3% of the best")]
     for key, text in names:
         lines.append("- %s: %d / %d" % (text, t[key][0], t[key][1]))
+    lines += same_run_fa3(cells, anchors, tf)
     return "\n".join(lines)
+
+
+def same_run_fa3(cells, anchors, tf):
+    """The table of a run with FA3 rows (fa3-det, fa3-nondet), or nothing."""
+    fa3_cells = [key for key in sorted(cells) if tf(cells[key], "fa3-det")]
+    if not fa3_cells:
+        return []
+
+    def f(x, fmt="%.2f"):
+        return fmt % x if x is not None else "-"
+
+    lines = ["", "FlashAttention-3 in the same run (--fa3-lib):", "",
+             "| d | mask | s | FA3-det | FA3-nondet | ours det (auto) | ours det / FA3-det "
+             "| ours det / FA3-nondet | FA3-det / cuDNN (run) | FA3-det / cuDNN (anchor) "
+             "| FA3 bitwise | FA3 grads vs ours |", "|" + "---|" * 12]
+    met, x11 = [0, 0], [0, 0]
+    for key in fa3_cells:
+        c, (d, mask, s) = cells[key], key
+        fd, fn, det, cudnn = (tf(c, k) for k in ("fa3-det", "fa3-nondet", "dash-auto-det",
+                                                  "sdpa-cudnn"))
+        a = anchors.get(key, {})
+        anchor_r = a["fa3_det"] / a["cudnn"] if a.get("fa3_det") and a.get("cudnn") else None
+        vs = det / fd if det else None
+        if vs is not None and s >= 2048:
+            met[0] += vs >= 1.0
+            met[1] += 1
+            if d == 128 and mask == "causal" and s >= 8192:
+                x11[0] += vs >= 1.1
+                x11[1] += 1
+        diff = max((c[k].get("rel_diff_vs_dash") or 0.0) for k in ("fa3-det", "fa3-nondet")
+                   if k in c)
+        bits = c["fa3-det"].get("bitwise_deterministic")
+        lines.append("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            d, mask, s, f(fd, "%.1f"), f(fn, "%.1f"), f(det, "%.1f"), f(vs),
+            f(det / fn if det and fn else None), f(fd / cudnn if cudnn else None),
+            f(anchor_r), {True: "yes", False: "NO"}.get(bits, "-"), "%.1e" % diff))
+    lines += ["", "- (same run) ours det (auto) >= FA3-det, s >= 2048: %d / %d" % tuple(met),
+              "- (same run) >= 1.1x FA3-det at d=128 causal s >= 8192: %d / %d" % tuple(x11)]
+    return lines
 
 
 def main():

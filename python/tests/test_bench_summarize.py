@@ -109,3 +109,21 @@ def test_missing_anchors_are_named(tmp_path):
     assert ok.returncode == 0, ok.stderr
     assert "anchors: none" not in ok.stdout
     assert "s >= 2048: 1 / 1" in ok.stdout
+
+
+def test_same_run_fa3_table_only_with_fa3_rows():
+    mod = _load()
+    assert "same run" not in mod.summarize(_results(), ANCHORS)
+    rows = _results() + _cell(128, "causal", 8192, [
+        ("sdpa-cudnn", 500.0, {}), ("dash-auto-det", 600.0, {}),
+        ("fa3-det", 500.0, {"rel_diff_vs_dash": 2e-3}),
+        ("fa3-nondet", 625.0, {"rel_diff_vs_dash": 3e-3, "bitwise_deterministic": False})])
+    text = mod.summarize(rows, ANCHORS)
+    # 600 / 500 = 1.20 >= 1.1x; against the non-deterministic FA3 0.96;
+    # FA3-det / cuDNN of the run 1.00, no anchor for the cell.
+    assert "| 128 | causal | 8192 | 500.0 | 625.0 | 600.0 | 1.20 | 0.96 | 1.00 | - | yes | 3.0e-03 |" in text
+    assert "(same run) ours det (auto) >= FA3-det, s >= 2048: 1 / 1" in text
+    assert "(same run) >= 1.1x FA3-det at d=128 causal s >= 8192: 1 / 1" in text
+    # A cell whose FA3-det row is not bitwise repeatable says so.
+    bad = [dict(r, bitwise_deterministic=False) if r["impl"] == "fa3-det" else r for r in rows]
+    assert "| NO | 3.0e-03 |" in mod.summarize(bad, ANCHORS)
