@@ -7,9 +7,12 @@ PyTorch's cuDNN backend) the calls run back to back for --seconds while
 `nvidia-smi` samples the SM clock, the power draw and the active clock-event
 reasons every --sample-ms; the first quarter is the ramp (untimed), and the
 table gives the rest's median clock and power, its throughput (back to
-back, L2 warm: not the sweep's figure) and the reasons seen.
+back, L2 warm: not the sweep's figure) and the reasons seen. --fa3-lib adds
+FlashAttention-3's backward, deterministic and not (bench/peers/fa3/): whether
+FA3 reaches a higher clock under the same power cap.
 
   python3 bench/clock_probe.py [--cells 128:causal:8192,...] [--seconds 2]
+                               [--fa3-lib LIB]
 """
 import argparse
 import json
@@ -85,10 +88,10 @@ def parse_cells(text):
     return cells
 
 
-def impls_of(d, mask, s):
+def impls_of(d, mask, s, fa3_lib=None):
     """The cell's FLOPs and its timed calls: ours det / nondet (auto) on
     profile_cell.cell_inputs (the sweep's inputs), cuDNN's backward of the
-    same q, k, v."""
+    same q, k, v, and FA3's det / nondet with fa3_lib."""
     import os
     import torch
     import torch.nn.functional as F
@@ -106,9 +109,18 @@ def impls_of(d, mask, s):
         return lambda: dash_attn.attention_backward(**cell, deterministic=det, schedule="auto")
     b, h = 16384 // s, 2048 // d
     flops = 10 * b * h * s * s * d * (0.5 if mask == "causal" else 1.0)
-    return flops, [("dash-auto-det", ours(True)), ("dash-auto-nondet", ours(False)),
-                   ("sdpa-cudnn", lambda: torch.autograd.grad(out, (q, k, v), cell["do"],
-                                                              retain_graph=True))]
+    impls = [("dash-auto-det", ours(True)), ("dash-auto-nondet", ours(False)),
+             ("sdpa-cudnn", lambda: torch.autograd.grad(out, (q, k, v), cell["do"],
+                                                        retain_graph=True))]
+    if fa3_lib:
+        import fa3_peer
+        peer = fa3_peer.Fa3Peer(fa3_lib)
+        args = [cell[n] for n in ("q", "k", "v", "o", "do", "lse")]
+        for det in (True, False):
+            impls.append(("fa3-det" if det else "fa3-nondet",
+                          lambda det=det: fa3_peer.backward(peer, *args, cell["causal"],
+                                                            cell["scale"], det)))
+    return flops, impls
 
 
 def main():
@@ -118,6 +130,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--sample-ms", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--fa3-lib", help="also FlashAttention-3's backward (the peer library)")
     args = ap.parse_args()
     try:
         cells = parse_cells(args.cells)
@@ -130,7 +143,7 @@ def main():
     try:
         time.sleep(0.5)
         for d, mask, s in cells:
-            flops, impls = impls_of(d, mask, s)
+            flops, impls = impls_of(d, mask, s, args.fa3_lib)
             for name, fn in impls:
                 for _ in range(3):
                     fn()

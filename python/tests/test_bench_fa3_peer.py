@@ -132,3 +132,15 @@ def test_built_peer_covers_the_benchmark_shapes():
         assert peer.workspace_bytes(d, causal, b, h, s) == sum(-(-p // 256) * 256 for p in parts)
     with pytest.raises(ValueError):
         peer.workspace_bytes(96, True, b, h, s)
+
+
+def test_build_script_refuses_bad_arguments(tmp_path):
+    script = os.path.join(bench_scripts.ROOT, "bench", "peers", "fa3", "build.sh")
+    p = subprocess.run([script], capture_output=True, text=True)
+    assert p.returncode == 2 and "usage" in p.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    p = subprocess.run([script, str(empty), str(empty), str(tmp_path / "out")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "has no flash_bwd_launch_template.h" in p.stderr
+    assert not (tmp_path / "out").exists()  # nothing half-written
