@@ -431,6 +431,18 @@ def main():
         args.fa3 = fa3_peer.Fa3Peer(args.fa3_lib) if args.fa3_lib else None
     except (OSError, ValueError) as e:
         ap.error(str(e))
+    fa3_check = None
+    if args.fa3 is not None:
+        # In a child first: FA3's launch checks exit the process on a CUDA
+        # error, which must cost the peer's rows, not the sweep.
+        p = subprocess.run([sys.executable, fa3_peer.__file__, "--check", args.fa3_lib],
+                           capture_output=True, text=True)
+        fa3_check = (p.stdout + p.stderr).strip().splitlines()
+        print("\n".join(fa3_check), flush=True)
+        if p.returncode != 0:
+            print("bench: the FA3 peer failed its check (exit %d): no fa3 rows" % p.returncode,
+                  flush=True)
+            args.fa3 = None
     from dash_attn import _runtime
     args.variant_runtimes = []
     for v in args.variant:
@@ -446,7 +458,7 @@ def main():
                 cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
                 commit=args.commit, timing=args.timing, layout=args.layout,
                 round_order="random" if args.timing != "window" else "windows, random mirrored",
-                seed=args.seed, fa3_lib=args.fa3_lib,
+                seed=args.seed, fa3_lib=args.fa3_lib, fa3_check=fa3_check,
                 command=" ".join(sys.argv),
                 date=time.strftime("%Y-%m-%d %H:%M:%S"), host=platform.node())
 

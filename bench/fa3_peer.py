@@ -5,10 +5,18 @@ point (libdash_fa3_peer.so, no torch inside); this module loads it with
 ctypes and calls it on torch tensors, so bench/attention_bwd.py times FA3,
 deterministic and not, in the same rounds as DASH and cuDNN. The loading and
 the argument marshalling are torch-free (tests drive them with a stand-in
-library); torch is imported only by `backward`.
+library); torch is imported only by `backward` and `check`.
+
+  python3 bench/fa3_peer.py --check LIB    (GPU: every kernel against float64)
+
+The benchmark runs that check in a child process before it adds the peer to
+a sweep: FA3's launch checks exit the process on a CUDA error, and a peer
+that cannot run must cost its rows, not the sweep.
 """
+import argparse
 import ctypes
 import os
+import sys
 
 HEAD_DIMS = (64, 128)
 
@@ -100,3 +108,58 @@ def backward(peer, q, k, v, o, do, lse, causal, scale, deterministic):
                 scale, ws.data_ptr(), nbytes, props.multi_processor_count,
                 torch.cuda.current_stream(q.device).cuda_stream)
     return dq, dk, dv
+
+
+def check(peer, b=2, h=3, s=384, seed=0):
+    """[(d, causal, deterministic, worst relative error, bitwise repeatable)]
+    of every kernel of the peer on a small shape (s not a multiple of any of
+    FA3's row blocks), against float64 attention gradients."""
+    import torch
+    out = []
+    for d in HEAD_DIMS:
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, generator=g)
+                       for _ in range(4))
+        for causal in (False, True):
+            q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
+            scale = d ** -0.5
+            sc = torch.einsum("bhqd,bhkd->bhqk", q64, k64) * scale
+            if causal:
+                sc = sc.masked_fill(torch.ones(s, s, dtype=torch.bool, device="cuda").triu(1),
+                                    float("-inf"))
+            lse = torch.logsumexp(sc, dim=-1)
+            o = torch.einsum("bhqk,bhkd->bhqd", torch.softmax(sc, dim=-1), v64)
+            ref = torch.autograd.grad(o, (q64, k64, v64), do.double())
+            o16, lse32 = o.detach().to(torch.bfloat16), lse.detach().float()
+            for det in (True, False):
+                got = backward(peer, q, k, v, o16, do, lse32, causal, scale, det)
+                again = backward(peer, q, k, v, o16, do, lse32, causal, scale, det)
+                err = max(((a.double() - r).norm() / r.norm()).item() for a, r in zip(got, ref))
+                same = all(torch.equal(x, y) for x, y in zip(got, again))
+                out.append((d, causal, det, err, same))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="FA3's backward peer: check it on the GPU")
+    ap.add_argument("--check", metavar="LIB", required=True)
+    args = ap.parse_args(argv)
+    try:
+        peer = Fa3Peer(args.check)
+    except (OSError, ValueError) as e:
+        print("fa3_peer: %s" % e, file=sys.stderr)
+        return 2
+    bad = 0
+    for d, causal, det, err, same in check(peer):
+        # bf16 inputs against float64: < 1e-2 as the project's own kernels;
+        # the deterministic kernels must repeat bit for bit.
+        ok = err < 1e-2 and (same or not det)
+        bad += not ok
+        print("d=%d %-6s %-6s rel err %.2e %s %s" % (
+            d, "causal" if causal else "full", "det" if det else "nondet", err,
+            "bitwise" if same else "differs", "ok" if ok else "FAIL"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

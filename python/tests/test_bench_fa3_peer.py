@@ -6,6 +6,7 @@ GPU, no FA3 sources); and the built peer's shape coverage where one exists
 import ctypes
 import os
 import shutil
+import sys
 import subprocess
 
 import pytest
@@ -144,3 +145,9 @@ def test_build_script_refuses_bad_arguments(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 2 and "has no flash_bwd_launch_template.h" in p.stderr
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_check_refuses_a_missing_library_before_touching_the_gpu(tmp_path):
+    p = subprocess.run([sys.executable, bench_scripts.path("fa3_peer"), "--check",
+                        str(tmp_path / "nope.so")], capture_output=True, text=True)
+    assert p.returncode == 2 and "not found" in p.stderr
