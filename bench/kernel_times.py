@@ -133,7 +133,10 @@ def ncu_run(d, mask, s, det, metrics, fa3_lib=None):
     # Every launch of both calls (two or three per call: no postprocess
     # without GQA since dq-in-main); rows of the second call come last and
     # overwrite the first's in `out`.
-    cmd = ["ncu", "--clock-control", "none", "--csv", "--kernel-name",
+    # Matched against demangled names: FA3's kernels are all
+    # cutlass::device_kernel<...>, whose base name says nothing.
+    cmd = ["ncu", "--clock-control", "none", "--csv", "--kernel-name-base", "demangled",
+           "--kernel-name",
            "regex:FlashAttnBwd" if fa3_lib else "regex:dash_bwd",
            "--metrics", ",".join(metrics), sys.executable,
            os.path.join(HERE, "profile_cell.py"), "--d", str(d), "--mask", mask,

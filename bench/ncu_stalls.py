@@ -143,7 +143,8 @@ def main():
     if not a.summarise:
         rep = os.path.join(a.out, "main")
         cell = [x for x in a.cell if x != "--"]
-        cmd = ["ncu", "--set", "full", "--import-source", "no", "--kernel-name",
+        cmd = ["ncu", "--set", "full", "--import-source", "no",
+               "--kernel-name-base", "demangled", "--kernel-name",
                "regex:" + a.kernel_regex, "--launch-skip", "1", "--launch-count", "1",
                "-f", "-o", rep, sys.executable, os.path.join(HERE, "profile_cell.py")] + cell
         subprocess.run(cmd, check=True)

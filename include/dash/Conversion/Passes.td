@@ -264,6 +264,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "stores, ahead of their proxy fence and the dS^T barrier "
            "(FlashAttention-3's order); 0: after the fence; -1: the "
            "default, 0">,
+    Option<"dpsAhead", "dps-ahead", "int64_t", /*default=*/"-1",
+           "with ds-in-pass on 64-row Q tiles: N > 0 reads the thread's "
+           "dPsum values N chunks of the exp2 pass ahead of the wait for "
+           "dP^T (ds-wait-chunk + 1: with lse_log2, before the products "
+           "go out), so the dS math after the wait does not stall on their "
+           "shared-memory loads; 0: right before the wait; -1: the "
+           "default, 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

@@ -60,6 +60,7 @@ struct ConvertDashToGPUPass
     o.uniformWg = uniformWg;
     o.dsTrans = dsTrans;
     o.dvBeforeFence = dvBeforeFence;
+    o.dpsAhead = dpsAhead;
     o.ablateExp2 = ablateExp2;
     o.ablateRankWait = ablateRankWait;
     o.traceTimeline = traceTimeline;
@@ -160,6 +161,8 @@ struct ConvertDashToGPUPass
         config.append("ds_trans", b.getBoolAttr(true));
       if (w.dvBeforeFence) // likewise
         config.append("dv_before_fence", b.getBoolAttr(true));
+      if (w.dpsAhead > 0) // likewise
+        config.append("dps_ahead", b.getI64IntegerAttr(w.dpsAhead));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }

@@ -609,6 +609,9 @@ struct WgmmaConfig {
   /// With earlyDv off: dV issued after the dS^T stores but ahead of their
   /// proxy fence (dv-before-fence=1).
   bool dvBeforeFence = false;
+  /// ds-in-pass on 64-row tiles: dPsum read this many exp2 chunks ahead of
+  /// the wait for dP^T (dps-ahead=N; 0: right before the wait).
+  int64_t dpsAhead = 0;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

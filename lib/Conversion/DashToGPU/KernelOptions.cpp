@@ -45,7 +45,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
       countedAdds = o.countedAdds,
       uniformWg = o.uniformWg,
       dsTrans = o.dsTrans,
-      dvBeforeFence = o.dvBeforeFence,
+      dvBeforeFence = o.dvBeforeFence, dpsAhead = o.dpsAhead,
       ablateExp2 = o.ablateExp2,
       ablateRankWait = o.ablateRankWait,
       traceTimeline = o.traceTimeline;
@@ -379,6 +379,19 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                                "early-dv=0 (dV after the dS^T stores)";
   // Default off until measured: the fence measured ~free of an in-flight
   // dV (section 24), so this is FlashAttention-3's order, for one A/B.
+  if (failed(checkOption("dps-ahead", dpsAhead, -1, 65,
+                         "0 .. ds-wait-chunk + 1")))
+    return failure();
+  // Read at the wait, dPsum's loads stall the dS math right after it
+  // (ncu, D = 128 causal: short-scoreboard on the first dP - dPsum, ~3% of
+  // all samples; bench/NOTES.md section 42). Ahead, 16 values live longer.
+  if (dpsAhead > 0 && !(dsWait >= 0 && bm == 64 && !statsAcc &&
+                        dpsAhead <= dsWait + 1))
+    return op.emitOpError()
+           << "dps-ahead=" << int64_t(dpsAhead)
+           << " needs ds-in-pass on 64-row Q tiles, stats-in-acc=0 and at "
+              "most ds-wait-chunk + 1 ("
+           << dsWait + 1 << ": with lse_log2, before the products)";
   if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
     return failure();
   if (traceTimeline != 0 && !tmaWgmma)
@@ -473,7 +486,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
                           statsMain, pdlOn, warpProd, counted,
                           uniformWg == 1, dsTrans == 1,
-                          dvBeforeFence == 1};
+                          dvBeforeFence == 1, std::max<int64_t>(dpsAhead, 0)};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

@@ -235,10 +235,11 @@ void WgmmaMain::emitMma() {
           // stalls there).
           Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(bm * 4)));
           Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(bm * 4)));
-          auto loadStats = [&](Value base) {
+          // Pairs [from, to) of the thread's bm / 8 (all by default).
+          auto loadStats = [&](Value base, int64_t from = 0, int64_t to = -1) {
             SmallVector<Value> v;
             auto v2f = VectorType::get({2}, w.f32);
-            for (int64_t j = 0; j < bm / 8; ++j) {
+            for (int64_t j = from; j < (to < 0 ? bm / 8 : to); ++j) {
               Value c = g.add(th.fragCol, g.idx(8 * j));
               Value pair = LLVM::LoadOp::create(
                   b, loc, v2f, w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
@@ -250,9 +251,17 @@ void WgmmaMain::emitMma() {
           // With 128-row Q tiles (D = 64) the 32 values per vector would
           // spill: those are read where they are used.
           const bool statsAhead = bm == 64;
-          SmallVector<Value> lseV, dpsV;
+          SmallVector<Value> lseV, dpsV, dpsTop;
           if (statsAhead && !lseAcc)
             lseV = loadStats(lseBase);
+          // dps-ahead past the wait's chunk: the first half of dPsum (the
+          // pairs the dS math reads first, as soon as dP^T is in) with
+          // lse_log2, before the products go out: the wgmma waits pin it
+          // there (inside the pass ptxas sinks the loads back to the wait,
+          // seen in SASS); all of it there spills 18-24 MMA-side values.
+          if (statsAhead && !dpsAcc && config.dsInPassWait >= 0 &&
+              config.dpsAhead > config.dsInPassWait)
+            dpsTop = loadStats(dpsBase, 0, bm / 16);
           // Column colOf(r) of the accumulator is stats[2 (r / 4) + r % 2].
           auto statOf = [&](ArrayRef<Value> v, Value base, int64_t r) {
             if (!v.empty())
@@ -373,19 +382,26 @@ void WgmmaMain::emitMma() {
             return w.packBf16(ds[0], ds[1]);
           };
           // dPsum (read ahead at 64-row tiles, in the dS pass's own block:
-          // earlier it would outlive the registers) and the wait for S^T
-          // and dP^T.
+          // earlier it would outlive the registers; dps-ahead=N: N chunks
+          // of the pass before the wait) and the wait for S^T and dP^T.
           auto waitDp = [&](int64_t pending) {
-            if (statsAhead && !dpsAcc)
-              dpsV = loadStats(dpsBase);
+            if (statsAhead && !dpsAcc && dpsV.size() < size_t(bm / 4))
+              dpsV.append(loadStats(dpsBase, dpsV.size() / 2));
             NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
           };
           // ds-in-pass=C: the wait for dP^T after chunk C of the pass, then
           // each pair's dS as soon as its P is known, in the branch's block.
           const int64_t dsWaitAfter = config.dsInPassWait;
           const bool dsFused = dsWaitAfter >= 0;
+          const int64_t dpsAt = dsFused && config.dpsAhead > 0 &&
+                                        config.dpsAhead <= dsWaitAfter
+                                    ? dsWaitAfter - config.dpsAhead
+                                    : -1;
           auto pPass = [&](bool masked) {
             SmallVector<Value> P, fusedP, fusedDs;
+            dpsV = dpsTop; // else each branch's block reads its own
+            if (dpsAt == 0)
+              dpsV = loadStats(dpsBase);
             bool waited = dsWaitAfter == 0;
             if (waited)
               waitDp(0);
@@ -395,6 +411,8 @@ void WgmmaMain::emitMma() {
               Value qc = colOf(th, r);
               if (r && r % perChunk == 0)
                 c = w.after(scaleLog2, P.back());
+              if (r && dpsAt > 0 && r == dpsAt * perChunk)
+                dpsV = loadStats(dpsBase);
               // One FFMA: S * scale * log2(e) - lse_log2 (stats-in-acc=2:
               // the accumulator is S - lse_log2 / c, one FMUL).
               Value x = lseAcc ? g.mul(w.elem(S, r), c)

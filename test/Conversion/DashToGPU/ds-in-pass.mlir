@@ -24,6 +24,15 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=1 loads=cp-async" 2>&1 | FileCheck %s --check-prefix=EARLYDV
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-in-pass=2" 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=65" 2>&1 | FileCheck %s --check-prefix=WRANGE
+// dps-ahead=N (64-row tiles): dPsum read N chunks ahead of the wait, or
+// (ds-wait-chunk + 1) its first half with lse_log2 before the products.
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DPS0
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" --canonicalize --cse | FileCheck %s --check-prefix=DPS1
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=3" --canonicalize --cse | FileCheck %s --check-prefix=DPS3
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=4" 2>&1 | FileCheck %s --check-prefix=DPSFAR
+// RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" 2>&1 | FileCheck %s --check-prefix=DPSOFF
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" 2>&1 | FileCheck %s --check-prefix=DPSOFF
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=66" 2>&1 | FileCheck %s --check-prefix=DPSRANGE
 
 // CHECK: ds_in_pass = true
 // CHECK-SAME: ds_wait_chunk = 4
@@ -111,6 +120,37 @@
 // D128-NOT: llvm.nvvm.ex2.approx.ftz.f
 // D128: nvvm.wgmma.wait.group.sync.aligned 0
 // D128: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+
+// Default: lse_log2's 8 pairs before the products, dPsum's 8 in each
+// branch right before the wait for dP^T.
+// DPS0-NOT: dps_ahead
+// DPS0-COUNT-8: llvm.load {{.*}} -> vector<2xf32>
+// DPS0-NOT: -> vector<2xf32>
+// DPS0: nvvm.wgmma.mma_async
+// DPS0: scf.if %{{.*}} -> (i32, i32,
+// DPS0-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
+// DPS0-COUNT-8: llvm.load {{.*}} -> vector<2xf32>
+// DPS0-NOT: llvm.nvvm.ex2.approx.ftz.f
+// DPS0: nvvm.wgmma.wait.group.sync.aligned 0
+// DPS1: dps_ahead = 1
+// DPS1: scf.if %{{.*}} -> (i32, i32,
+// DPS1-COUNT-8: llvm.nvvm.ex2.approx.ftz.f
+// DPS1-NOT: llvm.nvvm.ex2.approx.ftz.f
+// DPS1-COUNT-8: llvm.load {{.*}} -> vector<2xf32>
+// DPS1-NOT: llvm.load {{.*}} -> vector<2xf32>
+// DPS1: nvvm.wgmma.wait.group.sync.aligned 0
+// DPS3: dps_ahead = 3
+// DPS3-COUNT-12: llvm.load {{.*}} -> vector<2xf32>
+// DPS3-NOT: -> vector<2xf32>
+// DPS3: nvvm.wgmma.mma_async
+// DPS3: scf.if %{{.*}} -> (i32, i32,
+// DPS3-COUNT-16: llvm.nvvm.ex2.approx.ftz.f
+// DPS3-COUNT-4: llvm.load {{.*}} -> vector<2xf32>
+// DPS3-NOT: llvm.nvvm.ex2.approx.ftz.f
+// DPS3: nvvm.wgmma.wait.group.sync.aligned 0
+// DPSFAR: error: 'dash.scheduled_attention_bwd' op dps-ahead=4 needs ds-in-pass on 64-row Q tiles, stats-in-acc=0 and at most ds-wait-chunk + 1 (3: with lse_log2, before the products)
+// DPSOFF: error: 'dash.scheduled_attention_bwd' op dps-ahead=1 needs ds-in-pass on 64-row Q tiles
+// DPSRANGE: error: 'dash.scheduled_attention_bwd' op dps-ahead must be 0 .. ds-wait-chunk + 1, or -1 for the default (got 66)
 
 // LATE: error: 'dash.scheduled_attention_bwd' op ds-wait-chunk=9 needs ds-in-pass=1 and at most exp2-chunks (8)
 // NOFUSE: error: 'dash.scheduled_attention_bwd' op ds-wait-chunk=2 needs ds-in-pass=1 and at most exp2-chunks (8)
