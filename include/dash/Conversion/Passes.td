@@ -271,6 +271,14 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "go out), so the dS math after the wait does not stall on their "
            "shared-memory loads; 0: right before the wait; -1: the "
            "default, 0">,
+    Option<"statsShfl", "stats-shfl", "int64_t", /*default=*/"-1",
+           "mma=wgmma with loads=tma, stats-in-acc=0: 1 holds each row "
+           "statistic (lse_log2, dPsum) as bm / 32 values per lane, read "
+           "once per step, and hands each thread the value of its column by "
+           "a warp shuffle where it is used (FlashAttention-3's ShuffleLSE / "
+           "ShuffledPsum), so dP^T starts at zero and neither pass waits on "
+           "a shared-memory load; 0: read ahead (64-row tiles) or at use; "
+           "-1: the default, 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

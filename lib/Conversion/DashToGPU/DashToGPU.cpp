@@ -61,6 +61,7 @@ struct ConvertDashToGPUPass
     o.dsTrans = dsTrans;
     o.dvBeforeFence = dvBeforeFence;
     o.dpsAhead = dpsAhead;
+    o.statsShfl = statsShfl;
     o.ablateExp2 = ablateExp2;
     o.ablateRankWait = ablateRankWait;
     o.traceTimeline = traceTimeline;
@@ -163,6 +164,8 @@ struct ConvertDashToGPUPass
         config.append("dv_before_fence", b.getBoolAttr(true));
       if (w.dpsAhead > 0) // likewise
         config.append("dps_ahead", b.getI64IntegerAttr(w.dpsAhead));
+      if (w.statsShfl) // likewise
+        config.append("stats_shfl", b.getBoolAttr(true));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }

@@ -612,6 +612,9 @@ struct WgmmaConfig {
   /// ds-in-pass on 64-row tiles: dPsum read this many exp2 chunks ahead of
   /// the wait for dP^T (dps-ahead=N; 0: right before the wait).
   int64_t dpsAhead = 0;
+  /// lse_log2 and dPsum held as bm / 32 values per lane and handed to each
+  /// thread by a warp shuffle at use (stats-shfl=1).
+  bool statsShfl = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

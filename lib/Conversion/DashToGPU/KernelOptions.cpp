@@ -46,6 +46,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
       uniformWg = o.uniformWg,
       dsTrans = o.dsTrans,
       dvBeforeFence = o.dvBeforeFence, dpsAhead = o.dpsAhead,
+      statsShfl = o.statsShfl,
       ablateExp2 = o.ablateExp2,
       ablateRankWait = o.ablateRankWait,
       traceTimeline = o.traceTimeline;
@@ -133,8 +134,17 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // Default: dPsum in the accumulator where the statistics were read at
   // use (128-row Q tiles, D = 64: +10..20%); at D = 128 they are read
   // ahead and it measured even (bench/NOTES.md section 15).
-  int64_t statsAcc = statsInAcc >= 0 ? int64_t(statsInAcc)
-                                     : (tmaWgmma && bm == 128 ? 1 : 0);
+  if (failed(checkOption("stats-shfl", statsShfl, -1, 1, "0 or 1")))
+    return failure();
+  // Shuffled statistics replace both other forms: dP^T starts at zero (its
+  // dPsum start made ptxas wait for S^T before issuing dP^T; ncu, d = 64:
+  // 3.6% of all samples, bench/NOTES.md section 42).
+  if (statsShfl == 1 && !(tmaWgmma && statsInAcc <= 0))
+    return op.emitOpError() << "stats-shfl=1 needs mma=wgmma with loads=tma "
+                               "and stats-in-acc=0";
+  int64_t statsAcc =
+      statsInAcc >= 0 ? int64_t(statsInAcc)
+                      : (tmaWgmma && bm == 128 && statsShfl != 1 ? 1 : 0);
   // Each warpgroup reads only its own dS^T rows, after its own previous dQ
   // has completed: a second dS^T buffer would have no use.
   if (kvSplit && dsBuffers == 2)
@@ -386,7 +396,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // (ncu, D = 128 causal: short-scoreboard on the first dP - dPsum, ~3% of
   // all samples; bench/NOTES.md section 42). Ahead, 16 values live longer.
   if (dpsAhead > 0 && !(dsWait >= 0 && bm == 64 && !statsAcc &&
-                        dpsAhead <= dsWait + 1))
+                        statsShfl != 1 && dpsAhead <= dsWait + 1))
     return op.emitOpError()
            << "dps-ahead=" << int64_t(dpsAhead)
            << " needs ds-in-pass on 64-row Q tiles, stats-in-acc=0 and at "
@@ -486,7 +496,8 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
                           statsMain, pdlOn, warpProd, counted,
                           uniformWg == 1, dsTrans == 1,
-                          dvBeforeFence == 1, std::max<int64_t>(dpsAhead, 0)};
+                          dvBeforeFence == 1, std::max<int64_t>(dpsAhead, 0),
+                          statsShfl == 1};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

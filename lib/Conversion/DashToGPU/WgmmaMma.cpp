@@ -251,8 +251,9 @@ void WgmmaMain::emitMma() {
           // With 128-row Q tiles (D = 64) the 32 values per vector would
           // spill: those are read where they are used.
           const bool statsAhead = bm == 64;
+          const bool shfl = config.statsShfl; // stats-shfl, below
           SmallVector<Value> lseV, dpsV, dpsTop;
-          if (statsAhead && !lseAcc)
+          if (statsAhead && !lseAcc && !shfl)
             lseV = loadStats(lseBase);
           // dps-ahead past the wait's chunk: the first half of dPsum (the
           // pairs the dS math reads first, as soon as dP^T is in) with
@@ -262,8 +263,42 @@ void WgmmaMain::emitMma() {
           if (statsAhead && !dpsAcc && config.dsInPassWait >= 0 &&
               config.dpsAhead > config.dsInPassWait)
             dpsTop = loadStats(dpsBase, 0, bm / 16);
+          // stats-shfl: lane s holds the column pairs 8 j + fragCol(s) of
+          // the blk = bm / 64 column blocks j = blk (s / 4) + i, i < blk
+          // (one 8-byte load each); a thread's column 8 j + fragCol + u is
+          // then register 2 (j % blk) + u of lane lane % 4 + 4 (j / blk),
+          // the same register in every lane of one shuffle.
+          const int64_t blk = bm / 64;
+          if (shfl) {
+            Value grp = g.div(th.lane, g.idx(4));
+            auto held = [&](Value base) {
+              SmallVector<Value> v;
+              auto v2f = VectorType::get({2}, w.f32);
+              for (int64_t i = 0; i < blk; ++i) {
+                Value c = g.add(th.fragCol,
+                                g.mul(g.add(g.mul(grp, g.idx(blk)), g.idx(i)),
+                                      g.idx(8)));
+                Value pair = LLVM::LoadOp::create(
+                    b, loc, v2f, w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
+                for (int64_t u = 0; u < 2; ++u)
+                  v.push_back(vector::ExtractOp::create(b, loc, pair, u));
+              }
+              return v;
+            };
+            lseV = held(lseBase);
+            dpsTop = held(dpsBase);
+          }
           // Column colOf(r) of the accumulator is stats[2 (r / 4) + r % 2].
           auto statOf = [&](ArrayRef<Value> v, Value base, int64_t r) {
+            if (shfl) {
+              int64_t j = r / 4;
+              Value src = w.i32of(g.add(g.rem(th.lane, g.idx(4)),
+                                        g.idx(4 * (j / blk))));
+              return gpu::ShuffleOp::create(b, loc, v[2 * (j % blk) + r % 2],
+                                            src, w.c32(32),
+                                            gpu::ShuffleMode::IDX)
+                  .getShuffleResult();
+            }
             if (!v.empty())
               return v[2 * (r / 4) + r % 2];
             return LLVM::LoadOp::create(
@@ -385,7 +420,7 @@ void WgmmaMain::emitMma() {
           // earlier it would outlive the registers; dps-ahead=N: N chunks
           // of the pass before the wait) and the wait for S^T and dP^T.
           auto waitDp = [&](int64_t pending) {
-            if (statsAhead && !dpsAcc && dpsV.size() < size_t(bm / 4))
+            if (statsAhead && !dpsAcc && !shfl && dpsV.size() < size_t(bm / 4))
               dpsV.append(loadStats(dpsBase, dpsV.size() / 2));
             NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
           };

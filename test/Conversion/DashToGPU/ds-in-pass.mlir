@@ -33,6 +33,12 @@
 // RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" 2>&1 | FileCheck %s --check-prefix=DPSOFF
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" 2>&1 | FileCheck %s --check-prefix=DPSOFF
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=66" 2>&1 | FileCheck %s --check-prefix=DPSRANGE
+// stats-shfl=1: lse_log2 and dPsum held bm / 32 per lane (two pairs at
+// 128-row tiles), each thread's column by a shuffle at use; dP^T starts at
+// zero (stats-in-acc 0 by default then, and required).
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-shfl=1" --canonicalize --cse | FileCheck %s --check-prefix=SHFL
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-shfl=1 stats-in-acc=1" 2>&1 | FileCheck %s --check-prefix=SHFLACC
+// RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-shfl=1 loads=cp-async" 2>&1 | FileCheck %s --check-prefix=SHFLACC
 
 // CHECK: ds_in_pass = true
 // CHECK-SAME: ds_wait_chunk = 4
@@ -151,6 +157,22 @@
 // DPSFAR: error: 'dash.scheduled_attention_bwd' op dps-ahead=4 needs ds-in-pass on 64-row Q tiles, stats-in-acc=0 and at most ds-wait-chunk + 1 (3: with lse_log2, before the products)
 // DPSOFF: error: 'dash.scheduled_attention_bwd' op dps-ahead=1 needs ds-in-pass on 64-row Q tiles
 // DPSRANGE: error: 'dash.scheduled_attention_bwd' op dps-ahead must be 0 .. ds-wait-chunk + 1, or -1 for the default (got 66)
+
+// SHFL: stats_in_acc = 0
+// SHFL-SAME: stats_shfl = true
+// The walk's step: 2 + 2 held pairs before the products, nothing read at
+// use: 32 shuffles for lse_log2 and 32 for dPsum in each branch.
+// SHFL-COUNT-4: llvm.load {{.*}} -> vector<2xf32>
+// SHFL-NOT: -> vector<2xf32>
+// SHFL: nvvm.wgmma.mma_async
+// SHFL: scf.if %{{.*}} -> (i32, i32,
+// SHFL-COUNT-64: gpu.shuffle  idx
+// SHFL-NOT: llvm.load {{.*}} -> f32
+// SHFL: } else {
+// SHFL-COUNT-64: gpu.shuffle  idx
+// SHFL-NOT: llvm.load {{.*}} -> f32
+// SHFL: scf.yield
+// SHFLACC: error: 'dash.scheduled_attention_bwd' op stats-shfl=1 needs mma=wgmma with loads=tma and stats-in-acc=0
 
 // LATE: error: 'dash.scheduled_attention_bwd' op ds-wait-chunk=9 needs ds-in-pass=1 and at most exp2-chunks (8)
 // NOFUSE: error: 'dash.scheduled_attention_bwd' op ds-wait-chunk=2 needs ds-in-pass=1 and at most exp2-chunks (8)
