@@ -235,17 +235,21 @@ void WgmmaMain::emitMma() {
           // stalls there).
           Value lseBase = g.add(at(L.lse(0)), g.mul(buf, g.idx(bm * 4)));
           Value dpsBase = g.add(at(L.dps(0)), g.mul(buf, g.idx(bm * 4)));
+          // The thread's pair of columns 8 j + fragCol, j = block.
+          auto loadPair = [&](SmallVectorImpl<Value> &v, Value base,
+                              Value block) {
+            Value c = g.add(th.fragCol, g.mul(block, g.idx(8)));
+            Value pair = LLVM::LoadOp::create(
+                b, loc, VectorType::get({2}, w.f32),
+                w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
+            for (int64_t u = 0; u < 2; ++u)
+              v.push_back(vector::ExtractOp::create(b, loc, pair, u));
+          };
           // Pairs [from, to) of the thread's bm / 8 (all by default).
           auto loadStats = [&](Value base, int64_t from = 0, int64_t to = -1) {
             SmallVector<Value> v;
-            auto v2f = VectorType::get({2}, w.f32);
-            for (int64_t j = from; j < (to < 0 ? bm / 8 : to); ++j) {
-              Value c = g.add(th.fragCol, g.idx(8 * j));
-              Value pair = LLVM::LoadOp::create(
-                  b, loc, v2f, w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
-              for (int64_t u = 0; u < 2; ++u)
-                v.push_back(vector::ExtractOp::create(b, loc, pair, u));
-            }
+            for (int64_t j = from; j < (to < 0 ? bm / 8 : to); ++j)
+              loadPair(v, base, g.idx(j));
             return v;
           };
           // With 128-row Q tiles (D = 64) the 32 values per vector would
@@ -273,16 +277,8 @@ void WgmmaMain::emitMma() {
             Value grp = g.div(th.lane, g.idx(4));
             auto held = [&](Value base) {
               SmallVector<Value> v;
-              auto v2f = VectorType::get({2}, w.f32);
-              for (int64_t i = 0; i < blk; ++i) {
-                Value c = g.add(th.fragCol,
-                                g.mul(g.add(g.mul(grp, g.idx(blk)), g.idx(i)),
-                                      g.idx(8)));
-                Value pair = LLVM::LoadOp::create(
-                    b, loc, v2f, w.sh(g.add(base, g.mul(c, g.idx(4)))), 8);
-                for (int64_t u = 0; u < 2; ++u)
-                  v.push_back(vector::ExtractOp::create(b, loc, pair, u));
-              }
+              for (int64_t i = 0; i < blk; ++i)
+                loadPair(v, base, g.add(g.mul(grp, g.idx(blk)), g.idx(i)));
               return v;
             };
             lseV = held(lseBase);
