@@ -115,11 +115,9 @@ def impls_of(d, mask, s, fa3_lib=None):
     if fa3_lib:
         import fa3_peer
         peer = fa3_peer.Fa3Peer(fa3_lib)
-        args = [cell[n] for n in ("q", "k", "v", "o", "do", "lse")]
         for det in (True, False):
             impls.append(("fa3-det" if det else "fa3-nondet",
-                          lambda det=det: fa3_peer.backward(peer, *args, cell["causal"],
-                                                            cell["scale"], det)))
+                          fa3_peer.cell_call(peer, cell, det)))
     return flops, impls
 
 

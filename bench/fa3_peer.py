@@ -19,6 +19,17 @@ import os
 import sys
 
 HEAD_DIMS = (64, 128)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def built_lib():
+    """$DASH_FA3_LIB, else build/fa3-peer/libdash_fa3_peer.so, where the file
+    exists; None otherwise."""
+    for p in (os.environ.get("DASH_FA3_LIB"),
+              os.path.join(ROOT, "build", "fa3-peer", "libdash_fa3_peer.so")):
+        if p and os.path.isfile(p):
+            return p
+    return None
 
 
 class Fa3Peer:
@@ -108,6 +119,13 @@ def backward(peer, q, k, v, o, do, lse, causal, scale, deterministic):
                 scale, ws.data_ptr(), nbytes, props.multi_processor_count,
                 torch.cuda.current_stream(q.device).cuda_stream)
     return dq, dk, dv
+
+
+def cell_call(peer, cell, deterministic):
+    """FA3's backward of a benchmark cell (bench/profile_cell.py's
+    cell_inputs dict) as a callable."""
+    args = [cell[k] for k in ("q", "k", "v", "o", "do", "lse")]
+    return lambda: backward(peer, *args, cell["causal"], cell["scale"], bool(deterministic))
 
 
 def check(peer, b=2, h=3, s=384, seed=0):

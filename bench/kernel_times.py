@@ -63,9 +63,7 @@ def call_of(cell, det, fa3_lib=None):
     if not fa3_lib:
         return lambda: dash_attn.attention_backward(**cell, deterministic=bool(det))
     import fa3_peer
-    peer = fa3_peer.Fa3Peer(fa3_lib)
-    args = [cell[k] for k in ("q", "k", "v", "o", "do", "lse")]
-    return lambda: fa3_peer.backward(peer, *args, cell["causal"], cell["scale"], bool(det))
+    return fa3_peer.cell_call(fa3_peer.Fa3Peer(fa3_lib), cell, det)
 
 
 def time_call(d, mask, s, det, runs, fa3_lib=None):

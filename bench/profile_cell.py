@@ -49,14 +49,14 @@ def main():
     ap.add_argument("--fa3-lib", help="call FA3's backward (the peer library) instead")
     args = ap.parse_args()
     cell = cell_inputs(args.d, args.mask, args.s)
-    peer = fa3_peer.Fa3Peer(args.fa3_lib) if args.fa3_lib else None
-    for _ in range(args.calls):
-        if peer:
-            fa3_peer.backward(peer, *(cell[k] for k in ("q", "k", "v", "o", "do", "lse")),
-                              cell["causal"], cell["scale"], bool(args.det))
-        else:
+    if args.fa3_lib:
+        call = fa3_peer.cell_call(fa3_peer.Fa3Peer(args.fa3_lib), cell, args.det)
+    else:
+        def call():
             dash_attn.attention_backward(**cell, deterministic=bool(args.det),
                                          schedule=args.schedule)
+    for _ in range(args.calls):
+        call()
     torch.cuda.synchronize()
 
 

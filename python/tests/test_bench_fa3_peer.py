@@ -111,12 +111,7 @@ def test_strides_are_batch_row_head_and_shared():
 
 
 def _built_peer():
-    root = bench_scripts.ROOT
-    for p in (os.environ.get("DASH_FA3_LIB"),
-              os.path.join(root, "build", "fa3-peer", "libdash_fa3_peer.so")):
-        if p and os.path.isfile(p):
-            return p
-    return None
+    return _mod().built_lib()
 
 
 @pytest.mark.skipif(_built_peer() is None, reason="no FA3 peer library built here")

@@ -3,8 +3,6 @@ kernel against float64 gradients and the deterministic ones bit for bit
 (`pytest -m cuda`; skips without the peer library, which CI never builds:
 $DASH_FA3_LIB or build/fa3-peer/libdash_fa3_peer.so)."""
 
-import os
-
 import pytest
 
 import bench_scripts
@@ -14,11 +12,7 @@ pytestmark = pytest.mark.cuda
 
 
 def _lib():
-    for p in (os.environ.get("DASH_FA3_LIB"),
-              os.path.join(bench_scripts.ROOT, "build", "fa3-peer", "libdash_fa3_peer.so")):
-        if p and os.path.isfile(p):
-            return p
-    return None
+    return bench_scripts.load("fa3_peer").built_lib()
 
 
 @pytest.mark.skipif(_lib() is None, reason="no FA3 peer library built")
