@@ -258,12 +258,13 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "each warpgroup's dS^T fragment transposed (stmatrix .trans) so "
            "shared memory holds dS, Q rows by KV columns, and dQ = dS K "
            "reads it as a K-major A (FlashAttention-3's operand order); 0: "
-           "dS^T as stored, read as an M-major A; -1: the default, 0">,
+           "dS^T as stored, read as an M-major A; -1: the default, 1 at D = 128 "
+           "where legal, else 0">,
     Option<"dvBeforeFence", "dv-before-fence", "int64_t", /*default=*/"-1",
            "mma=wgmma with early-dv=0: 1 issues dV right after the dS^T "
            "stores, ahead of their proxy fence and the dS^T barrier "
            "(FlashAttention-3's order); 0: after the fence; -1: the "
-           "default, 0">,
+           "default, 1 at D = 128, else 0">,
     Option<"dpsAhead", "dps-ahead", "int64_t", /*default=*/"-1",
            "with ds-in-pass on 64-row Q tiles: N > 0 reads the thread's "
            "dPsum values N chunks of the exp2 pass ahead of the wait for "

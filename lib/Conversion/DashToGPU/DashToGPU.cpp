@@ -158,10 +158,8 @@ struct ConvertDashToGPUPass
         config.append("dq_in_main", b.getBoolAttr(w.dqInMain));
       if (w.uniformWg) // only where set: other kernels' manifests unchanged
         config.append("uniform_wg", b.getBoolAttr(true));
-      if (w.dsTrans) // likewise
-        config.append("ds_trans", b.getBoolAttr(true));
-      if (w.dvBeforeFence) // likewise
-        config.append("dv_before_fence", b.getBoolAttr(true));
+      config.append("ds_trans", b.getBoolAttr(w.dsTrans));
+      config.append("dv_before_fence", b.getBoolAttr(w.dvBeforeFence));
       if (w.dpsAhead > 0) // likewise
         config.append("dps_ahead", b.getI64IntegerAttr(w.dpsAhead));
       if (w.statsShfl) // likewise

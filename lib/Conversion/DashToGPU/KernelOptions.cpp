@@ -369,9 +369,9 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   if (uniformWg == 1 && !useWgmma)
     return op.emitOpError() << "uniform-wg=1 needs mma=wgmma (the " << mma
                             << " kernels build no wgmma descriptors)";
-  // Default off until measured: 3-6% fewer instructions per step (the
-  // descriptors' R2UR and vector math gone), same registers, no new local
-  // ops (bench/NOTES.md section 40).
+  // Default off: 3-6% fewer instructions per step (the descriptors' R2UR
+  // and vector math gone), yet -0.6..-4.0% in 10 of 11 cells measured
+  // (bench/NOTES.md sections 40, 42): the step is not issue-bound.
   if (failed(checkOption("ds-trans", dsTrans, -1, 1, "0 or 1")))
     return failure();
   // dq-kv-split's dQ reads each warpgroup's own dS^T rows (kv-via-ds and
@@ -380,15 +380,20 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   if (dsTrans == 1 && !(useWgmma && dsStm && !kvSplit))
     return op.emitOpError() << "ds-trans=1 needs mma=wgmma with ds-stmatrix "
                                "and without dq-kv-split";
-  // Default off until measured (FlashAttention-3's order; the same
-  // instructions, bench/NOTES.md section 40).
   if (failed(checkOption("dv-before-fence", dvBeforeFence, -1, 1, "0 or 1")))
     return failure();
   if (dvBeforeFence == 1 && !(useWgmma && !dvEarly))
     return op.emitOpError() << "dv-before-fence=1 needs mma=wgmma with "
                                "early-dv=0 (dV after the dS^T stores)";
-  // Default off until measured: the fence measured ~free of an in-flight
-  // dV (section 24), so this is FlashAttention-3's order, for one A/B.
+  // Default on together at D = 128 (FlashAttention-3's operand majors and
+  // dV order): +0.7..+2.2% det, +0.5..+3.9% nondet in 11 of 12 D = 128
+  // cells against an identical-cubin control's -0.4..+0.8%, over two calls
+  // (bench/NOTES.md sections 42-43). At D = 64 the pair lost (-1.4..-3.8%).
+  bool dsTransOn =
+      dsTrans == 1 || (dsTrans == -1 && D == 128 && useWgmma && dsStm &&
+                       !kvSplit);
+  bool dvBfOn = dvBeforeFence == 1 ||
+                (dvBeforeFence == -1 && D == 128 && useWgmma && !dvEarly);
   if (failed(checkOption("dps-ahead", dpsAhead, -1, 65,
                          "0 .. ds-wait-chunk + 1")))
     return failure();
@@ -495,8 +500,8 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           ablateExp2 == 1, dqMain,  noRankWait,
                           dsWait,  kvAhead, kvViaDsOn, bulkDkdv,
                           statsMain, pdlOn, warpProd, counted,
-                          uniformWg == 1, dsTrans == 1,
-                          dvBeforeFence == 1, std::max<int64_t>(dpsAhead, 0),
+                          uniformWg == 1, dsTransOn,
+                          dvBfOn, std::max<int64_t>(dpsAhead, 0),
                           statsShfl == 1};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)

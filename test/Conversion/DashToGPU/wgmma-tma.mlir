@@ -89,20 +89,21 @@
 // ds-trans=1: each warpgroup's dS^T fragment goes out by stmatrix .trans
 // (layout col), so the buffer holds dS and dQ's eight wgmmas read it as a
 // K-major A (layout row; FlashAttention-3's order); the default stores dS^T
-// and reads an M-major A (layout col). At D = 64 (128-row Q tiles) each
-// warpgroup's dQ starts at its 64 Q rows of both panels. Bad values,
-// dq-kv-split and ds-stmatrix=0 are refused.
+// and reads an M-major A (layout col) at D = 64 and with ds-trans=0. At
+// D = 64 (128-row Q tiles) each warpgroup's dQ starts at its 64 Q rows of
+// both panels. Bad values, dq-kv-split and ds-stmatrix=0 are refused.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" --canonicalize --cse | FileCheck %s --check-prefix=DST
-// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DST0
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=0" --canonicalize --cse | FileCheck %s --check-prefix=DST0
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DST064
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=2" 2>&1 | FileCheck %s --check-prefix=DSTBAD
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1" --canonicalize --cse | FileCheck %s --check-prefix=DST64
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1 dq-kv-split=1" 2>&1 | FileCheck %s --check-prefix=DSTSPLIT
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-trans=1 ds-stmatrix=0" 2>&1 | FileCheck %s --check-prefix=DSTPAIRS
 // dv-before-fence=1: dV's four register-A wgmmas go out right after the dS^T
-// stores, ahead of their proxy fence (FlashAttention-3's order); the default
-// fences first. early-dv=1 kernels and bad values are refused.
-// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dv-before-fence=1" --canonicalize --cse | FileCheck %s --check-prefix=DVBF
-// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DVBF0
+// stores, ahead of their proxy fence (FlashAttention-3's order; the default
+// at D = 128); 0 fences first. early-dv=1 kernels and bad values are refused.
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DVBF
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dv-before-fence=0" --canonicalize --cse | FileCheck %s --check-prefix=DVBF0
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dv-before-fence=1 early-dv=1" 2>&1 | FileCheck %s --check-prefix=DVBFEARLY
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dv-before-fence=3" 2>&1 | FileCheck %s --check-prefix=DVBFBAD
 // early-dv=1 at D = 64 (128-row Q tiles): dV's eight register-A wgmmas go out
@@ -113,10 +114,11 @@
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDV
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0" --canonicalize --cse | FileCheck %s --check-prefix=EDV0
 // At D = 128 (64-row Q tiles; here the unfused pass) early-dv=0, the default, issues dV's four
-// register-A wgmmas after the dS^T stores and their proxy fence, ahead of
-// the dS^T barrier; early-dv=1 issues them inside the exp2 pass, before
-// dP^T is waited for (P's f32 values still in registers).
-// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0 ds-in-pass=0 exp2-chunks=1" --canonicalize --cse | FileCheck %s --check-prefix=LATEDV
+// register-A wgmmas after the dS^T stores (here with dv-before-fence=0:
+// after their proxy fence), ahead of the dS^T barrier; early-dv=1 issues
+// them inside the exp2 pass, before dP^T is waited for (P's f32 values
+// still in registers).
+// RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=0 dv-before-fence=0 ds-in-pass=0 exp2-chunks=1" --canonicalize --cse | FileCheck %s --check-prefix=LATEDV
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=1" --canonicalize --cse | FileCheck %s --check-prefix=EDVD128
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=early-dv=2" 2>&1 | FileCheck %s --check-prefix=EDVBAD
 // The debug record and the tensor maps together: maps stay last.
@@ -184,15 +186,19 @@
 // CHECK-NOT: wgmma.mma_async
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: barrier.sync
-// dS^T to shared memory: 64 Q columns = 8 column blocks, two per stmatrix
-// of four 8x8 bf16 matrices (ds-stmatrix, the default).
-// CHECK-COUNT-4: nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
+// dS to shared memory: 64 Q columns = 8 column blocks, two per stmatrix
+// of four 8x8 bf16 matrices (ds-stmatrix), each matrix of the dS^T fragment
+// stored transposed (ds-trans, the default at D = 128), so the buffer holds
+// dS for dQ's K-major A.
+// CHECK-COUNT-4: nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
 // CHECK-NOT: nvvm.stmatrix
-// dV (register A = P^T) after the dS^T stores' proxy fence (early-dv=0,
-// the default: bench/NOTES.md section 24), ahead of the dS^T barrier.
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// dV (register A = P^T) right after the stores, ahead of their proxy fence
+// and the dS barrier (dv-before-fence, the default at D = 128, with
+// early-dv=0: bench/NOTES.md sections 24, 43).
 // CHECK-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16
-// CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // CHECK-NOT: nvvm.cp.async.shared.global
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // The dQ partial goes to the staging buffer in unswizzled 8-column panels
@@ -580,13 +586,19 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // DST-COUNT-8: A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // DST-NOT: A[<bf16>, <one>, <col>]
 // DST: gpu.func @dash_bwd_postprocess(
-// DST0-NOT: ds_trans
+// DST0: dash.config = {{{.*}}ds_trans = false
 // DST0: gpu.func @dash_bwd_main(
 // DST0-NOT: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<col>
 // DST0: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<row>
 // DST0-NOT: A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // DST0-COUNT-8: A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // DST0: gpu.func @dash_bwd_postprocess(
+// DST064: dash.config = {{{.*}}block_m = 128 : i64{{.*}}ds_trans = false{{.*}}dv_before_fence = false
+// DST064: gpu.func @dash_bwd_main(
+// DST064-NOT: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// DST064-COUNT-8: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// DST064-NOT: A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// DST064: gpu.func @dash_bwd_postprocess(
 // DSTBAD: error: 'dash.scheduled_attention_bwd' op ds-trans must be 0 or 1, or -1 for the default (got 2)
 // DST64: dash.config = {{{.*}}block_m = 128 : i64{{.*}}ds_trans = true
 // DST64: gpu.func @dash_bwd_main(
@@ -605,7 +617,7 @@ func.func @bwd(%q: !act, %k: !act, %v: !act, %o: !act, %do: !act, %lse: !lse,
 // DVBF-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16
 // DVBF-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // DVBF-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
-// DVBF0-NOT: dv_before_fence
+// DVBF0: dash.config = {{{.*}}dv_before_fence = false
 // DVBF0: gpu.func @dash_bwd_main(
 // DVBF0: nvvm.stmatrix
 // DVBF0-NOT: wgmma.mma_async.sync.aligned.m64n128k16

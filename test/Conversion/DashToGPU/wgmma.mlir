@@ -65,10 +65,11 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // dS^T is visible to wgmma (for dQ); dS^T also stays in registers.
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// dQ = dS K after both warpgroups' dS^T: M-major A, N-major B.
+// dQ = dS K after both warpgroups' dS: K-major A (ds-trans, the default at
+// D = 128: the buffer holds dS), N-major B.
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
-// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
-// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // dK += dS^T Q (register A, N-major Q); then wait for dV and dQ only: the
 // dQ hand-off below overlaps dK, which is waited for at the end of the step.
