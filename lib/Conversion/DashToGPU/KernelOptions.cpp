@@ -386,9 +386,10 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
     return op.emitOpError() << "dv-before-fence=1 needs mma=wgmma with "
                                "early-dv=0 (dV after the dS^T stores)";
   // Default on together at D = 128 (FlashAttention-3's operand majors and
-  // dV order): +0.7..+2.2% det, +0.5..+3.9% nondet in 11 of 12 D = 128
-  // cells against an identical-cubin control's -0.4..+0.8%, over two calls
-  // (bench/NOTES.md sections 42-43). At D = 64 the pair lost (-1.4..-3.8%).
+  // dV order): det -0.0..+2.2%, nondet +0.5..+3.9% in the 12 D = 128 cells,
+  // ahead of an identical-cubin control (-1.4..+0.8%) in each; at D = 64
+  // the pair loses (causal -1.0..+0.1%, full -2.8..-5.1%; bench/NOTES.md
+  // sections 42-43).
   bool dsTransOn =
       dsTrans == 1 || (dsTrans == -1 && D == 128 && useWgmma && dsStm &&
                        !kvSplit);
