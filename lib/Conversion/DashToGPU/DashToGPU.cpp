@@ -160,7 +160,7 @@ struct ConvertDashToGPUPass
         config.append("uniform_wg", b.getBoolAttr(true));
       config.append("ds_trans", b.getBoolAttr(w.dsTrans));
       config.append("dv_before_fence", b.getBoolAttr(w.dvBeforeFence));
-      if (w.dpsAhead > 0) // likewise
+      if (w.dpsAhead > 0) // only where set, as uniform_wg
         config.append("dps_ahead", b.getI64IntegerAttr(w.dpsAhead));
       if (w.statsShfl) // likewise
         config.append("stats_shfl", b.getBoolAttr(true));

@@ -377,12 +377,14 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // dq-kv-split's dQ reads each warpgroup's own dS^T rows (kv-via-ds and
   // dkdv-bulk use the buffer as scratch only), and the 4-byte pair stores
   // have no transposed form.
-  if (dsTrans == 1 && !(useWgmma && dsStm && !kvSplit))
+  const bool dsTransLegal = useWgmma && dsStm && !kvSplit;
+  if (dsTrans == 1 && !dsTransLegal)
     return op.emitOpError() << "ds-trans=1 needs mma=wgmma with ds-stmatrix "
                                "and without dq-kv-split";
   if (failed(checkOption("dv-before-fence", dvBeforeFence, -1, 1, "0 or 1")))
     return failure();
-  if (dvBeforeFence == 1 && !(useWgmma && !dvEarly))
+  const bool dvBfLegal = useWgmma && !dvEarly;
+  if (dvBeforeFence == 1 && !dvBfLegal)
     return op.emitOpError() << "dv-before-fence=1 needs mma=wgmma with "
                                "early-dv=0 (dV after the dS^T stores)";
   // Default on together at D = 128 (FlashAttention-3's operand majors and
@@ -390,11 +392,9 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // ahead of an identical-cubin control (-1.4..+0.8%) in each; at D = 64
   // the pair loses (causal -1.0..+0.1%, full -2.8..-5.1%; bench/NOTES.md
   // sections 42-43).
-  bool dsTransOn =
-      dsTrans == 1 || (dsTrans == -1 && D == 128 && useWgmma && dsStm &&
-                       !kvSplit);
-  bool dvBfOn = dvBeforeFence == 1 ||
-                (dvBeforeFence == -1 && D == 128 && useWgmma && !dvEarly);
+  bool dsTransOn = dsTrans == 1 || (dsTrans == -1 && D == 128 && dsTransLegal);
+  bool dvBfOn =
+      dvBeforeFence == 1 || (dvBeforeFence == -1 && D == 128 && dvBfLegal);
   if (failed(checkOption("dps-ahead", dpsAhead, -1, 65,
                          "0 .. ds-wait-chunk + 1")))
     return failure();
