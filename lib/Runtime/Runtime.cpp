@@ -326,11 +326,13 @@ struct WsKernel {
   bool dkdvMaps = false;   // dkdv_bulk: room for the dk and dv maps too
   bool statsInMain = false; // stats_in_main: a ticket and B * H_q row counts
                             // after the dQ ticket
+  bool dpsFold = false;     // dps_fold: dPsum's f32 rows hold bf16 hi / lo
+                            // rows, padded for their map's 16-byte strides
 };
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps(),
           m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain, m.dkdvBulk,
-          m.statsInMain};
+          m.statsInMain, m.dpsFold};
 }
 
 /// The seven maps (q, k, v, dO loads; dq_accum reduce-adds; lse_log2, dPsum
@@ -363,7 +365,9 @@ WsLayout workspaceLayout(const Shape &s, const WsKernel &k) {
   // stride must be a multiple of 16 bytes: their rows get S_q rounded up to
   // 4 elements (every kernel addresses them through the descriptor's
   // strides, built from these sizes; the map clips at S_q).
-  const int64_t statRows = k.tensorMaps ? (s.Sq + 3) / 4 * 4 : s.Sq;
+  // dps_fold: its bf16 rows' stride (S rows * 2 bytes) too: 8 elements.
+  const int64_t statPad = k.dpsFold ? 8 : k.tensorMaps ? 4 : 1;
+  const int64_t statRows = (s.Sq + statPad - 1) / statPad * statPad;
   const bool noDkDv = k.dkdvDirect && s.Hq == s.Hkv;
   // "tiles": each Q tile's block_m rows hold the whole tile (its last one
   // too), added with 1-D bulk reduce-adds that nothing clips.
@@ -1105,13 +1109,27 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
   const Role stats[2] = {Role::LseLog2, Role::DPSum};
   const char *statNames[2] = {"lse_log2", "dpsum"};
   for (int i = 0; i < 2; ++i) {
+    const CUdeviceptr at = wsBase + CUdeviceptr(ws.offset[int(stats[i])]);
     const cuuint64_t rows = cuuint64_t(ws.sizes[int(stats[i])][2]);
+    if (stats[i] == Role::DPSum && m.dpsFold) {
+      // dps_fold: a head's f32 row of S holds bf16 rows hi and lo of S; a
+      // box is both rows of one Q tile (2 x 128 B), 128B-swizzled as the
+      // kernel's atom reads them.
+      cuuint64_t dims[4] = {Sq, 2, Hq, B};
+      cuuint64_t strides[3] = {rows * 2, rows * 4, Hq * rows * 4};
+      cuuint32_t box[4] = {cuuint32_t(m.blockM), 2, 1, 1};
+      if ((st = encode(&out[5 + i], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                       reinterpret_cast<void *>(at), 4, dims, strides, box,
+                       CU_TENSOR_MAP_SWIZZLE_128B, "dpsum (hi / lo)")))
+        return st;
+      continue;
+    }
     cuuint64_t dims[3] = {Sq, Hq, B};
     cuuint64_t strides[2] = {rows * 4, Hq * rows * 4};
     cuuint32_t box[3] = {cuuint32_t(m.blockM), 1, 1};
     if ((st = encode(&out[5 + i], CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                     reinterpret_cast<void *>(wsBase + CUdeviceptr(ws.offset[int(stats[i])])),
-                     3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE, statNames[i])))
+                     reinterpret_cast<void *>(at), 3, dims, strides, box,
+                     CU_TENSOR_MAP_SWIZZLE_NONE, statNames[i])))
       return st;
   }
   return DASH_SUCCESS;

@@ -62,6 +62,7 @@ struct ConvertDashToGPUPass
     o.dvBeforeFence = dvBeforeFence;
     o.dpsAhead = dpsAhead;
     o.statsShfl = statsShfl;
+    o.dpsFold = dpsFold;
     o.ablateExp2 = ablateExp2;
     o.ablateRankWait = ablateRankWait;
     o.traceTimeline = traceTimeline;
@@ -164,6 +165,10 @@ struct ConvertDashToGPUPass
         config.append("dps_ahead", b.getI64IntegerAttr(w.dpsAhead));
       if (w.statsShfl) // likewise
         config.append("stats_shfl", b.getBoolAttr(true));
+      // likewise; the runtime reads it: dPsum's bytes hold a hi / lo pair
+      // of bf16 rows, loaded by a map of their own (docs/Runtime.md).
+      if (w.dpsFold)
+        config.append("dps_fold", b.getBoolAttr(true));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }
@@ -196,6 +201,7 @@ struct ConvertDashToGPUPass
       dqInit.dqTicket = w.dqInMain;
     }
     dqInit.statsInMain = w.statsInMain;
+    dqInit.dpsumHiLo = w.dpsFold;
     dqInit.launchDependents = w.pdl;
     buildPreprocess(b, loc, argTypes, D, r.nthreads, dqLayout, dqInit);
     if (r.useWgmma)

@@ -448,6 +448,9 @@ struct DqAccumInit {
   bool statsInMain = false;
   /// pdl kernels: the preprocess lets the main kernel launch at its start.
   bool launchDependents = false;
+  /// dps-fold kernels: each head's dPsum row of S f32 holds two bf16 rows
+  /// of S instead, hi = bf16(dPsum) then lo = bf16(dPsum - hi).
+  bool dpsumHiLo = false;
 };
 
 /// Word `word` (index) after the B * H * M semaphores (the runtime's slack,
@@ -475,6 +478,10 @@ constexpr int64_t kSemStatsTicket = 1, kSemStatsReady0 = 2;
 /// stats-in-main's rows (bitwise the same either way).
 std::pair<Value, Value> rowStatistics(Kernel &k, Value dO8, Value o8,
                                       Value lse, int64_t lanes);
+/// dps-fold kernels' form of row s's dPsum `dps`: bf16 hi = dps and lo = dps
+/// - hi at elements s and S + s of the head's dPsum row (`headRow`: its
+/// element 0), S the row's f32 length.
+void storeDpsumHiLo(Kernel &k, Value headRow, Value s, Value dps);
 
 /// The elementwise kernels around the main one (PrePost.cpp): dPsum,
 /// lse_log2 and zeroed workspace; dQ (and, from the workspace, dK/dV) in
@@ -615,6 +622,9 @@ struct WgmmaConfig {
   /// lse_log2 and dPsum held as bm / 32 values per lane and handed to each
   /// thread by a warp shuffle at use (stats-shfl=1).
   bool statsShfl = false;
+  /// TMA kernels on 64-row Q tiles: dPsum folded into dP^T as a ninth
+  /// k-step, -1 from registers times its hi / lo bf16 rows (dps-fold=1).
+  bool dpsFold = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

@@ -47,6 +47,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
       dsTrans = o.dsTrans,
       dvBeforeFence = o.dvBeforeFence, dpsAhead = o.dpsAhead,
       statsShfl = o.statsShfl,
+      dpsFold = o.dpsFold,
       ablateExp2 = o.ablateExp2,
       ablateRankWait = o.ablateRankWait,
       traceTimeline = o.traceTimeline;
@@ -408,6 +409,22 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
            << " needs ds-in-pass on 64-row Q tiles, stats-in-acc=0 and at "
               "most ds-wait-chunk + 1 ("
            << dsWait + 1 << ": with lse_log2, before the products)";
+  if (failed(checkOption("dps-fold", dpsFold, -1, 1, "0 or 1")))
+    return failure();
+  // dP^T gets a ninth k-step (A: -1 in columns 0 and 1, from registers; B:
+  // the stage's hi / lo rows of dPsum), so its accumulator is dP - dPsum and
+  // the dS math after the wait for dP^T loads nothing (the ~3% of samples
+  // stalled on that load, bench/NOTES.md section 42), for 1/8 more dP^T
+  // tensor work. B's k-rows fill a 128-byte line at 64 Q rows: 64-row tiles
+  // only (at 128 the two atoms a stage would need do not fit beside two dS^T
+  // buffers). The other statistics forms read dPsum themselves.
+  if (dpsFold == 1 && !(tmaWgmma && bm == 64 && !statsAcc && statsShfl != 1 &&
+                        statsInMain != 1 && dpsAhead <= 0))
+    return op.emitOpError()
+           << "dps-fold=1 needs mma=wgmma with loads=tma, 64-row Q tiles, "
+              "stats-in-acc=0 and none of stats-shfl, stats-in-main or "
+              "dps-ahead (they read dPsum as f32; got "
+           << bm << "-row Q tiles, stats-in-acc=" << statsAcc << ")";
   if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
     return failure();
   if (traceTimeline != 0 && !tmaWgmma)
@@ -503,7 +520,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           statsMain, pdlOn, warpProd, counted,
                           uniformWg == 1, dsTransOn,
                           dvBfOn, std::max<int64_t>(dpsAhead, 0),
-                          statsShfl == 1};
+                          statsShfl == 1, dpsFold == 1};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

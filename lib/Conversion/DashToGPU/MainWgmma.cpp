@@ -63,9 +63,7 @@ int64_t mlir::dash::detail::wgmmaSharedBytes(int64_t d, int64_t bm,
   // a base aligned at run time (the atom of slack that needed went in
   // bench/NOTES.md section 19, making room for two dQ staging buffers
   // beside two dS^T buffers at D = 64).
-  return SmemLayout{d, bm, config.tma, config.dsBufs, config.dqBufs,
-                    config.kvViaDs, config.dkdvBulk}
-      .end();
+  return smemLayoutOf(d, bm, config).end();
 }
 
 WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
@@ -247,6 +245,30 @@ void WgmmaMain::build() {
       }
       NVVM::FenceMbarrierInitOp::create(b, loc);
     });
+    // dps-fold: both stages' atoms zeroed once (16 B a thread), so the
+    // k-rows the TMA never writes are zeros for every step's wgmma, and the
+    // k-step's A written (the first 8 rows' 16 bytes start with two bf16
+    // -1.0, all else zeros); the proxy fence makes the stores visible to
+    // the async proxy (the TMA and the wgmmas) past the barrier.
+    if (config.dpsFold) {
+      constexpr int64_t kAtomChunks = 2 * SmemLayout::kDpsAtomBytes / 16,
+                        kOnesChunks = SmemLayout::kOnesABytes / 16;
+      g.when(g.lt(tid, g.idx(kAtomChunks + kOnesChunks)), [&] {
+        Value isAtom = g.lt(tid, g.idx(kAtomChunks));
+        Value ones = g.sub(tid, g.idx(kAtomChunks)); // chunk of onesA
+        Value addr = arith::SelectOp::create(
+            b, loc, isAtom, g.add(at(L.dps(0)), g.mul(tid, g.idx(16))),
+            g.add(at(L.onesA()), g.mul(ones, g.idx(16))));
+        Value first = arith::SelectOp::create(
+            b, loc, g.andI(g.lt(ones, g.idx(8)), g.lt(g.idx(-1), ones)),
+            w.c32(0xBF80BF80), w.c32(0));
+        Value z = w.c32(0);
+        Value v = vector::FromElementsOp::create(
+            b, loc, VectorType::get({4}, w.i32), ValueRange{first, z, z, z});
+        LLVM::StoreOp::create(b, loc, v, w.sh(addr), 16);
+        w.fenceAsyncShared();
+      });
+    }
     k.barrier();
   }
   // pdl: nothing below may read what the preprocess writes (the

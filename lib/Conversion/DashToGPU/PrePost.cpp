@@ -326,6 +326,29 @@ std::pair<Value, Value> mlir::dash::detail::rowStatistics(Kernel &k, Value dO8,
   return {part, l2};
 }
 
+void mlir::dash::detail::storeDpsumHiLo(Kernel &k, Value headRow, Value s,
+                                        Value dps) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  LoopGen &g = k.g;
+  // Row s of hi at bf16 element s, of lo at S + s: the head's f32 row of
+  // S (a multiple of 8 rows, the runtime's padding for dps-fold kernels)
+  // holds both in its bytes.
+  Type bf16 = b.getBF16Type();
+  Value hi = arith::TruncFOp::create(b, loc, bf16, dps);
+  Value lo = arith::TruncFOp::create(
+      b, loc, bf16,
+      g.sub(dps, arith::ExtFOp::create(b, loc, b.getF32Type(), hi)));
+  Value rows = k.dim(kDPsum, 2);
+  auto at = [&](Value i) {
+    return LLVM::GEPOp::create(
+        b, loc, headRow.getType(), bf16, headRow,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), i)});
+  };
+  LLVM::StoreOp::create(b, loc, hi, at(s), 2);
+  LLVM::StoreOp::create(b, loc, lo, at(g.add(rows, s)), 2);
+}
+
 void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
                                          ArrayRef<Type> argTypes, int64_t D,
                                          int64_t threads,
@@ -400,7 +423,10 @@ void mlir::dash::detail::buildPreprocess(OpBuilder &b, Location loc,
             // lse load into it, after the butterfly, a memory latency per
             // group).
             auto [part, l2] = rowStatistics(k, in[0], in[1], in[2], row.lanes);
-            LLVM::StoreOp::create(b, loc, part, stat(kDPsum, {bb, h, s}), 4);
+            if (dqInit.dpsumHiLo)
+              storeDpsumHiLo(k, stat(kDPsum, {bb, h, g.idx(0)}), s, part);
+            else
+              LLVM::StoreOp::create(b, loc, part, stat(kDPsum, {bb, h, s}), 4);
             LLVM::StoreOp::create(b, loc, l2, stat(kLse2, {bb, h, s}), 4);
             zeroDqRow(bb, h, s, lane);
           });

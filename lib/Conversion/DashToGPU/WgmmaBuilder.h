@@ -99,6 +99,14 @@ struct SmemLayout {
   bool kvViaDs = false;
   /// dkdv-bulk: two more after those (EPI_FULL, EPI_EMPTY).
   bool dkdvBulk = false;
+  /// dps-fold (64-row Q tiles): dPsum's stage is a 1024-byte swizzle atom,
+  /// the B of dP^T's ninth k-step: 8 k-rows of 64 bf16 (128 B), rows 0 and 1
+  /// dPsum's hi / lo by TMA, rows 2-7 zeros written once; the k-step's rows
+  /// 8-15 read the same atom again (SBO 0), against zeros of its A. Its A
+  /// (onesA): two unswizzled 8 x 16-byte core matrices, K columns 0-7 (rows
+  /// -1, -1, 0, ..) and 8-15 (zeros), which every 8-row group of the 64 KV
+  /// rows reads (SBO 0).
+  bool dpsFold = false;
   int64_t mbarriers() const {
     return dkdvBulk  ? kNumMbarriersDkdvBulk
            : kvViaDs ? kNumMbarriersKvViaDs
@@ -139,11 +147,24 @@ struct SmemLayout {
       ok = ok && dQ(0) % 128 == 0 && dQ(dqBufs - 1) % 128 == 0 &&
            lse(0) % 128 == 0 && lse(1) % 128 == 0 && dps(0) % 128 == 0 &&
            dps(1) % 128 == 0;
+    if (dpsFold)
+      ok = ok && dps(0) % kDpsAtomBytes == 0 && onesA() % 128 == 0;
     return ok;
   }
-  int64_t lse(int64_t buf) const { return dQ(dqBufs) + buf * bm * 4; }
-  int64_t dps(int64_t buf) const { return lse(2) + buf * bm * 4; }
-  int64_t bar(int i) const { return (dps(2) + 7) / 8 * 8 + 8 * i; }
+  /// dps-fold puts the atoms first (dQ's end is 1024-aligned), lse_log2
+  /// after them.
+  static constexpr int64_t kDpsAtomBytes = 1024;
+  int64_t lse(int64_t buf) const {
+    return (dpsFold ? dQ(dqBufs) + 2 * kDpsAtomBytes : dQ(dqBufs)) +
+           buf * bm * 4;
+  }
+  int64_t dps(int64_t buf) const {
+    return dpsFold ? dQ(dqBufs) + buf * kDpsAtomBytes : lse(2) + buf * bm * 4;
+  }
+  static constexpr int64_t kOnesABytes = 256;
+  int64_t onesA() const { return lse(2); }
+  int64_t statsEnd() const { return dpsFold ? onesA() + kOnesABytes : dps(2); }
+  int64_t bar(int i) const { return (statsEnd() + 7) / 8 * 8 + 8 * i; }
   /// TMA kernels: the step in stage `buf` as two i32 (its Q tile index and,
   /// deterministic kernels, its rank), written by the producer before its
   /// FULL_Q arrival: the MMA threads read the schedule's walk instead of
@@ -153,8 +174,21 @@ struct SmemLayout {
   /// copied from the stage by MMA thread 0 before its FULL arrival: the
   /// reducers evaluate no schedule either (their registers are few).
   int64_t handOff(int64_t buf) const { return stepTile(2) + 8 * buf; }
-  int64_t end() const { return tma ? handOff(dqBufs) : dps(2); }
+  int64_t end() const { return tma ? handOff(dqBufs) : statsEnd(); }
 };
+
+/// The layout of a kernel with `config` (its buffers' counts and forms).
+inline SmemLayout smemLayoutOf(int64_t d, int64_t bm,
+                               const WgmmaConfig &config) {
+  return SmemLayout{d,
+                    bm,
+                    config.tma,
+                    config.dsBufs,
+                    config.dqBufs,
+                    config.kvViaDs,
+                    config.dkdvBulk,
+                    config.dpsFold};
+}
 
 /// Builds the kernel body; one instance per kernel.
 struct WgmmaBuilder {
@@ -176,8 +210,7 @@ struct WgmmaBuilder {
   WgmmaBuilder(Kernel &k, ScheduledAttentionBwdOp op, int64_t d, int64_t bm,
                const WgmmaConfig &config)
       : k(k), b(k.b), loc(k.loc), g(k.g), ctx(k.b.getContext()), op(op),
-        D(d), L{d, bm, config.tma, config.dsBufs, config.dqBufs,
-                config.kvViaDs, config.dkdvBulk} {
+        D(d), L(smemLayoutOf(d, bm, config)) {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
@@ -242,9 +275,15 @@ struct WgmmaBuilder {
     return {arith::OrIOp::create(b, loc, a, c32((lboBytes >> 4) << 16))};
   }
   /// The 64-bit descriptor `bytes` (a multiple of 16) into the same tile:
-  /// shared addresses stay below 2^18, so the low word never carries.
-  Value descAt(Desc d, int64_t bytes) {
-    constexpr int64_t kHigh = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32);
+  /// shared addresses stay below 2^18, so the low word never carries. SBO:
+  /// the stride between 8-row groups (K-major: along M/N; N-major: along
+  /// K), 1024 in every tile of 128-byte rows. swizzle128 = false: the
+  /// unswizzled layout of 8-row x 16-byte core matrices (K-major: LBO the
+  /// stride along K, SBO along M/N).
+  Value descAt(Desc d, int64_t bytes, int64_t sboBytes = 1024,
+               bool swizzle128 = true) {
+    const int64_t kHigh =
+        (int64_t(swizzle128) << 62) | ((sboBytes >> 4) << 32);
     Value lo = bytes ? arith::AddIOp::create(b, loc, d.lo, c32(bytes >> 4))
                            .getResult()
                      : d.lo;

@@ -256,6 +256,7 @@ void WgmmaMain::emitMma() {
           // spill: those are read where they are used.
           const bool statsAhead = bm == 64;
           const bool shfl = config.statsShfl; // stats-shfl, below
+          const bool fold = config.dpsFold; // dps-fold, at dP^T
           SmallVector<Value> lseV, dpsV, dpsTop;
           if (statsAhead && !lseAcc && !shfl)
             lseV = loadStats(lseBase);
@@ -313,15 +314,19 @@ void WgmmaMain::emitMma() {
           // k-step kk is 32 B into panel kk / 4).
           // init: the accumulator's start, or none; negate: subtract the
           // products.
+          // last: one more k-step of the group (dps-fold).
           auto rowsTimesQT = [&](WgmmaBuilder::Desc aDesc,
                                  WgmmaBuilder::Desc bDesc, Value init,
-                                 bool negate) {
+                                 bool negate,
+                                 function_ref<Value(Value)> last = nullptr) {
             Value acc = init ? init : w.freshAcc(bm);
             for (int64_t kk = 0; kk < D / 16; ++kk) {
               acc = w.wgmma(acc, w.descAt(aDesc, kStep(kk, kBn)),
                             w.descAt(bDesc, kStep(kk, bm)), bm,
                             false, false, kk == 0 && !init, negate);
             }
+            if (last)
+              acc = last(acc);
             NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
             return acc;
           };
@@ -355,7 +360,25 @@ void WgmmaMain::emitMma() {
           Value S = earlySt ? acc[2] : rowsTimesQT(kRowsDesc, qd, lseInit, false);
           if (dpsAcc && !dpsInit)
             dpsInit = accStart(dpsBase, Value());
-          Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc);
+          // dps-fold: dP^T's ninth k-step, in its group, subtracts dPsum:
+          // A (onesA) is -1 in K columns 0 and 1 of every KV row, B k-rows
+          // 0 and 1 dPsum's hi and lo for the stage's Q rows (N-major, one
+          // 128-byte line each); k-rows 2-15 meet zeros of A. Both read
+          // repeated 8-row groups (SBO 0). (With A in registers ptxas ends
+          // the group before it and waits for all of dP^T at once.)
+          auto foldDps = [&](Value acc) {
+            Value atom = g.add(at(L.dps(0)),
+                               g.mul(buf, g.idx(L.kDpsAtomBytes)));
+            Value ones = at(L.onesA());
+            return w.wgmma(
+                acc, w.descAt(w.desc(ones, /*LBO: K core matrices*/ 128), 0,
+                              /*sboBytes=*/0, /*swizzle128=*/false),
+                w.descAt(w.desc(atom, L.kDpsAtomBytes), 0, /*sboBytes=*/0),
+                bm, /*transA=*/false, /*transB=*/true);
+          };
+          Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc,
+                                 fold ? function_ref<Value(Value)>(foldDps)
+                                      : nullptr);
           phase(kPhIssued);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
           phase(kPhSDone);
@@ -399,13 +422,15 @@ void WgmmaMain::emitMma() {
           const int64_t perChunk = bm / 2 / config.exp2Chunks;
           // dS of accumulator pair (r, r + 1) from P's f32 values, stored as
           // a bf16 pair (unless by stmatrix) and returned packed, the A of
-          // dK. stats-in-acc: the accumulator is dPsum - dP^T.
+          // dK. stats-in-acc: the accumulator is dPsum - dP^T; dps-fold: dP^T -
+          // dPsum.
           auto dsPair = [&](int64_t r, Value p0, Value p1) {
             Value ds[2];
             Value p[2] = {p0, p1};
             for (int64_t u = 0; u < 2; ++u)
               ds[u] = dpsAcc ? g.mul(p[u], arith::NegFOp::create(
                                                b, loc, w.elem(dP, r + u)))
+                       : fold ? g.mul(p[u], w.elem(dP, r + u))
                              : g.mul(p[u], g.sub(w.elem(dP, r + u),
                                                  statOf(dpsV, dpsBase, r + u)));
             if (!config.dsStmatrix)
@@ -416,7 +441,8 @@ void WgmmaMain::emitMma() {
           // earlier it would outlive the registers; dps-ahead=N: N chunks
           // of the pass before the wait) and the wait for S^T and dP^T.
           auto waitDp = [&](int64_t pending) {
-            if (statsAhead && !dpsAcc && !shfl && dpsV.size() < size_t(bm / 4))
+            if (statsAhead && !dpsAcc && !shfl && !fold &&
+                dpsV.size() < size_t(bm / 4))
               dpsV.append(loadStats(dpsBase, dpsV.size() / 2));
             NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
           };
