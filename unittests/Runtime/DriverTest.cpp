@@ -226,6 +226,16 @@ protected:
     ASSERT_EQ(dash_runtime_create_ex(dir.c_str(), DASH_MOCK_LIBCUDA, &rt), DASH_SUCCESS)
         << dash_runtime_last_error(nullptr);
   }
+  // One call of a "tiles" kernel (manifest fields `extra`) on the ragged
+  // shape B = 2, S_q = 250, S_k = 320, H = 4, H_kv = 2, D = 128; its maps.
+  const std::vector<MockTensorMap> &callRaggedTiles(const std::string &extra,
+                                                    dash_bwd_info *info) {
+    load("tiles", extra);
+    dash_bwd_args a = makeArgs(2, 250, 320, 4, 2, 128);
+    EXPECT_EQ(dash_attention_bwd(rt, &a, nullptr, info), DASH_SUCCESS)
+        << dash_runtime_last_error(rt);
+    return *mock.tensorMaps();
+  }
   void TearDown() override {
     dash_runtime_destroy(rt);
     std::remove((dir + "/" + name + ".json").c_str());
@@ -508,13 +518,9 @@ TEST_F(MockDriverTensorMaps, DqAccumMapFollowsTheManifest) {
 // dq_accum map is encoded, and its slot in the workspace copy is zero while
 // lse_log2 and dPsum keep slots 5 and 6.
 TEST_F(MockDriverTensorMaps, DqAccumTilesArePaddedAndNeedNoMap) {
-  load("tiles");
-  const int64_t B = 2, Sq = 250, Sk = 320, H = 4, Hkv = 2, D = 128;
-  dash_bwd_args a = makeArgs(B, Sq, Sk, H, Hkv, D);
+  const int64_t B = 2, Sq = 250, H = 4, D = 128;
   dash_bwd_info info;
-  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, &info), DASH_SUCCESS)
-      << dash_runtime_last_error(rt);
-  const auto &maps = *mock.tensorMaps();
+  const auto &maps = callRaggedTiles("", &info);
   ASSERT_EQ(maps.size(), 6u); // q, k, v, dO, lse_log2, dPsum
   for (int i = 4; i < 6; ++i) {
     EXPECT_EQ(maps[i].type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32)) << i;
@@ -634,13 +640,9 @@ TEST_F(MockDriverTensorMaps, PdlLaunchesTheMainKernelProgrammatically) {
 // rows of a Q tile; the rows are padded to 8 elements so the hi -> lo stride
 // is a multiple of 16 bytes. lse_log2 (map 5) keeps its f32 form.
 TEST_F(MockDriverTensorMaps, DpsFoldLoadsDpsumAsHiLoRows) {
-  load("tiles", "\"dps_fold\": true,");
-  const int64_t B = 2, Sq = 250, Sk = 320, H = 4, Hkv = 2, D = 128;
-  dash_bwd_args a = makeArgs(B, Sq, Sk, H, Hkv, D);
+  const int64_t B = 2, Sq = 250, H = 4;
   dash_bwd_info info;
-  ASSERT_EQ(dash_attention_bwd(rt, &a, nullptr, &info), DASH_SUCCESS)
-      << dash_runtime_last_error(rt);
-  const auto &maps = *mock.tensorMaps();
+  const auto &maps = callRaggedTiles("\"dps_fold\": true,", &info);
   ASSERT_EQ(maps.size(), 6u); // q, k, v, dO, lse_log2, dPsum
   const MockTensorMap &lse = maps[4], &dps = maps[5];
   EXPECT_EQ(lse.type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
