@@ -283,10 +283,11 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
     Option<"dpsFold", "dps-fold", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma on 64-row Q tiles (D = 128), "
            "stats-in-acc=0, no stats-shfl or stats-in-main: 1 folds dPsum "
-           "into dP^T as one more k-step (A: -1 in two columns, from "
-           "registers; B: dPsum as a hi / lo pair of bf16 rows, which the "
-           "preprocess writes in dPsum's bytes and the producer loads into a "
-           "128B-swizzled atom beside the stage), so dP^T's accumulator "
+           "into dP^T as one more k-step (A: -1 in two columns, a 256-byte "
+           "block of shared memory; B: dPsum as a hi / lo pair of bf16 "
+           "rows, which the preprocess writes in dPsum's bytes and the "
+           "producer loads into a 128B-swizzled atom beside the stage), so "
+           "dP^T's accumulator "
            "holds dP - dPsum and the dS math reads no dPsum; 0: dPsum read "
            "from shared memory; -1: the default, 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",

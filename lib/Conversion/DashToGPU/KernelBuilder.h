@@ -623,7 +623,7 @@ struct WgmmaConfig {
   /// thread by a warp shuffle at use (stats-shfl=1).
   bool statsShfl = false;
   /// TMA kernels on 64-row Q tiles: dPsum folded into dP^T as a ninth
-  /// k-step, -1 from registers times its hi / lo bf16 rows (dps-fold=1).
+  /// k-step, -1 (shared memory) times its hi / lo bf16 rows (dps-fold=1).
   bool dpsFold = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per

@@ -411,8 +411,8 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
            << dsWait + 1 << ": with lse_log2, before the products)";
   if (failed(checkOption("dps-fold", dpsFold, -1, 1, "0 or 1")))
     return failure();
-  // dP^T gets a ninth k-step (A: -1 in columns 0 and 1, from registers; B:
-  // the stage's hi / lo rows of dPsum), so its accumulator is dP - dPsum and
+  // dP^T gets a ninth k-step (A: -1 in K columns 0 and 1, in shared memory;
+  // B: the stage's hi / lo rows of dPsum), so its accumulator is dP - dPsum and
   // the dS math after the wait for dP^T loads nothing (the ~3% of samples
   // stalled on that load, bench/NOTES.md section 42), for 1/8 more dP^T
   // tensor work. B's k-rows fill a 128-byte line at 64 Q rows: 64-row tiles
