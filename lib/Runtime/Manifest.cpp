@@ -259,9 +259,9 @@ std::string parseManifest(const std::string &text, const std::string &path,
       {"stats_in_main", m.statsInMain, m.usesTensorMaps(),
        "a TMA kernel (its producer waits for a head's statistics before "
        "their tensor-map loads)"},
-      {"dps_fold", m.dpsFold, m.usesTensorMaps() && m.blockM == 64,
-       "a TMA kernel with block_m 64 (its map loads a [2][64] bf16 box of "
-       "dPsum's hi / lo rows)"},
+      {"dps_fold", m.dpsFold, m.usesTensorMaps() && m.blockM % 64 == 0,
+       "a TMA kernel with block_m a multiple of 64 (its map loads [2][64] "
+       "bf16 boxes of dPsum's hi / lo rows)"},
       {"counted_adds", m.countedAdds, !m.deterministic && m.usesTensorMaps(),
        "a non-deterministic TMA kernel (deterministic ones always count)"},
       {"dq_in_main", m.dqInMain,

@@ -281,15 +281,16 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "a shared-memory load; 0: read ahead (64-row tiles) or at use; "
            "-1: the default, 0">,
     Option<"dpsFold", "dps-fold", "int64_t", /*default=*/"-1",
-           "mma=wgmma with loads=tma on 64-row Q tiles (D = 128), "
-           "stats-in-acc=0, no stats-shfl or stats-in-main: 1 folds dPsum "
-           "into dP^T as one more k-step (A: -1 in two columns, a 256-byte "
-           "block of shared memory; B: dPsum as a hi / lo pair of bf16 "
-           "rows, which the preprocess writes in dPsum's bytes and the "
-           "producer loads into a 128B-swizzled atom beside the stage), so "
-           "dP^T's accumulator "
-           "holds dP - dPsum and the dS math reads no dPsum; 0: dPsum read "
-           "from shared memory; -1: the default, 0">,
+           "mma=wgmma with loads=tma, stats-in-acc=0 (its default then), "
+           "no stats-shfl or stats-in-main: 1 folds dPsum into dP^T as one "
+           "more k-step (A: -1 in two columns, a 256-byte block of shared "
+           "memory; B: dPsum as a hi / lo pair of bf16 rows, which the "
+           "preprocess writes in dPsum's bytes and the producer loads into "
+           "a 128B-swizzled atom per 64 Q rows beside the stage), so dP^T's "
+           "accumulator holds dP - dPsum and the dS math reads no dPsum (at "
+           "D = 64 the atoms leave room for one dQ staging buffer, the "
+           "default then); 0: dPsum read from shared memory or as dP^T's "
+           "start; -1: the default, 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

@@ -91,8 +91,8 @@ struct Manifest {
   /// a statistics ticket and a row count per query head (docs/Runtime.md).
   bool statsInMain = false;
   /// Optional "dps_fold": each head's dPsum row of the workspace holds two
-  /// bf16 rows (hi, lo), loaded by a map of their own (TMA kernels with
-  /// 64-row Q tiles; convert-dash-to-gpu dps-fold=1, docs/Runtime.md).
+  /// bf16 rows (hi, lo), loaded by a map of their own (TMA kernels; boxes
+  /// of 64 Q rows; convert-dash-to-gpu dps-fold=1, docs/Runtime.md).
   bool dpsFold = false;
   /// Optional "pdl": the main kernel is launched as a programmatic dependent
   /// of the preprocess (it waits for it with griddepcontrol.wait, the

@@ -143,9 +143,26 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   if (statsShfl == 1 && !(tmaWgmma && statsInAcc <= 0))
     return op.emitOpError() << "stats-shfl=1 needs mma=wgmma with loads=tma "
                                "and stats-in-acc=0";
-  int64_t statsAcc =
-      statsInAcc >= 0 ? int64_t(statsInAcc)
-                      : (tmaWgmma && bm == 128 && statsShfl != 1 ? 1 : 0);
+  if (failed(checkOption("dps-fold", dpsFold, -1, 1, "0 or 1")))
+    return failure();
+  // dP^T gets one more k-step (A: -1 in K columns 0 and 1, in shared
+  // memory; B: the stage's hi / lo rows of dPsum), so its accumulator is
+  // dP - dPsum and the dS math loads nothing (at 64-row tiles ~3% of the
+  // samples stalled on that load, bench/NOTES.md section 42; at 128 dPsum
+  // as the accumulator's start made ptxas wait for S^T before issuing dP^T,
+  // 3.6%), for 1/8 (D = 128) or 1/4 (D = 64) more dP^T tensor work. The
+  // other statistics forms read dPsum themselves.
+  const bool foldOn = dpsFold == 1;
+  if (foldOn && !(tmaWgmma && statsInAcc <= 0 && statsShfl != 1 &&
+                  statsInMain != 1 && dpsAhead <= 0))
+    return op.emitOpError()
+           << "dps-fold=1 needs mma=wgmma with loads=tma, stats-in-acc=0 and "
+              "none of stats-shfl, stats-in-main or dps-ahead (they read "
+              "dPsum as f32)";
+  int64_t statsAcc = statsInAcc >= 0 ? int64_t(statsInAcc)
+                     : (tmaWgmma && bm == 128 && statsShfl != 1 && !foldOn)
+                         ? 1
+                         : 0;
   // Each warpgroup reads only its own dS^T rows, after its own previous dQ
   // has completed: a second dS^T buffer would have no use.
   if (kvSplit && dsBuffers == 2)
@@ -155,16 +172,23 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // Two staging buffers (two reducer warps) wherever they leave room for
   // two dS^T buffers; at D = 64 on 128-row Q tiles that is 231504 of
   // 232448 B (bench/NOTES.md section 19).
+  // (dps-fold's atoms count: at D = 64 they leave room for one.)
+  auto sharedWith = [&](int64_t ds, int64_t dq) {
+    WgmmaConfig c;
+    c.tma = tma;
+    c.dsBufs = ds;
+    c.dqBufs = dq;
+    c.dpsFold = foldOn;
+    return wgmmaSharedBytes(D, bm, c);
+  };
   if (dqBufs == 0)
-    dqBufs = tmaWgmma && D == 64 && bm == 128 &&
-                     wgmmaSharedBytes(D, bm, {tma, 2, 240, 2}) > kMaxShared
+    dqBufs = tmaWgmma && D == 64 && bm == 128 && sharedWith(2, 2) > kMaxShared
                  ? 1
                  : 2;
   int64_t dsBufs = dsBuffers;
   if (dsBufs == 0)
     dsBufs = !kvSplit && tmaWgmma && (D == 128 || (D == 64 && bm == 128)) &&
-                     wgmmaSharedBytes(D, bm, {tma, 2, 240, dqBufs}) <=
-                         kMaxShared
+                     sharedWith(2, dqBufs) <= kMaxShared
                  ? 2
                  : 1;
   if (failed(checkTmaFlag("early-kv", earlyKv, "K/V come from the producer")))
@@ -409,22 +433,6 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
            << " needs ds-in-pass on 64-row Q tiles, stats-in-acc=0 and at "
               "most ds-wait-chunk + 1 ("
            << dsWait + 1 << ": with lse_log2, before the products)";
-  if (failed(checkOption("dps-fold", dpsFold, -1, 1, "0 or 1")))
-    return failure();
-  // dP^T gets a ninth k-step (A: -1 in K columns 0 and 1, in shared memory;
-  // B: the stage's hi / lo rows of dPsum), so its accumulator is dP - dPsum and
-  // the dS math after the wait for dP^T loads nothing (the ~3% of samples
-  // stalled on that load, bench/NOTES.md section 42), for 1/8 more dP^T
-  // tensor work. B's k-rows fill a 128-byte line at 64 Q rows: 64-row tiles
-  // only (at 128 the two atoms a stage would need do not fit beside two dS^T
-  // buffers). The other statistics forms read dPsum themselves.
-  if (dpsFold == 1 && !(tmaWgmma && bm == 64 && !statsAcc && statsShfl != 1 &&
-                        statsInMain != 1 && dpsAhead <= 0))
-    return op.emitOpError()
-           << "dps-fold=1 needs mma=wgmma with loads=tma, 64-row Q tiles, "
-              "stats-in-acc=0 and none of stats-shfl, stats-in-main or "
-              "dps-ahead (they read dPsum as f32; got "
-           << bm << "-row Q tiles, stats-in-acc=" << statsAcc << ")";
   if (failed(checkOption("trace-timeline", traceTimeline, 0, 2, "1 or 2")))
     return failure();
   if (traceTimeline != 0 && !tmaWgmma)
@@ -520,7 +528,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           statsMain, pdlOn, warpProd, counted,
                           uniformWg == 1, dsTransOn,
                           dvBfOn, std::max<int64_t>(dpsAhead, 0),
-                          statsShfl == 1, dpsFold == 1};
+                          statsShfl == 1, foldOn};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

@@ -251,8 +251,8 @@ void WgmmaMain::build() {
     // -1.0, all else zeros); the proxy fence makes the stores visible to
     // the async proxy (the TMA and the wgmmas) past the barrier.
     if (config.dpsFold) {
-      constexpr int64_t kAtomChunks = 2 * SmemLayout::kDpsAtomBytes / 16,
-                        kOnesChunks = SmemLayout::kOnesABytes / 16;
+      const int64_t kAtomChunks = 2 * L.dpsStageBytes() / 16,
+                    kOnesChunks = SmemLayout::kOnesABytes / 16;
       g.when(g.lt(tid, g.idx(kAtomChunks + kOnesChunks)), [&] {
         Value isAtom = g.lt(tid, g.idx(kAtomChunks));
         Value ones = g.sub(tid, g.idx(kAtomChunks)); // chunk of onesA

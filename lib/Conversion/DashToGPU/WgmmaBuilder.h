@@ -99,13 +99,13 @@ struct SmemLayout {
   bool kvViaDs = false;
   /// dkdv-bulk: two more after those (EPI_FULL, EPI_EMPTY).
   bool dkdvBulk = false;
-  /// dps-fold (64-row Q tiles): dPsum's stage is a 1024-byte swizzle atom,
-  /// the B of dP^T's ninth k-step: 8 k-rows of 64 bf16 (128 B), rows 0 and 1
-  /// dPsum's hi / lo by TMA, rows 2-7 zeros written once; the k-step's rows
-  /// 8-15 read the same atom again (SBO 0), against zeros of its A. Its A
-  /// (onesA): two unswizzled 8 x 16-byte core matrices, K columns 0-7 (rows
-  /// -1, -1, 0, ..) and 8-15 (zeros), which every 8-row group of the 64 KV
-  /// rows reads (SBO 0).
+  /// dps-fold: dPsum's stage is one 1024-byte swizzle atom per 64 Q rows
+  /// (a panel of the B of dP^T's extra k-step): 8 k-rows of 64 bf16 (128 B),
+  /// rows 0 and 1 dPsum's hi / lo by TMA, rows 2-7 zeros written once; the
+  /// k-step's rows 8-15 read the same atom again (SBO 0), against zeros of
+  /// its A. Its A (onesA): two unswizzled 8 x 16-byte core matrices, K
+  /// columns 0-7 (rows -1, -1, 0, ..) and 8-15 (zeros), which every 8-row
+  /// group of the 64 KV rows reads (SBO 0).
   bool dpsFold = false;
   int64_t mbarriers() const {
     return dkdvBulk  ? kNumMbarriersDkdvBulk
@@ -154,12 +154,14 @@ struct SmemLayout {
   /// dps-fold puts the atoms first (dQ's end is 1024-aligned), lse_log2
   /// after them.
   static constexpr int64_t kDpsAtomBytes = 1024;
+  int64_t dpsStageBytes() const { return bm / 64 * kDpsAtomBytes; }
   int64_t lse(int64_t buf) const {
-    return (dpsFold ? dQ(dqBufs) + 2 * kDpsAtomBytes : dQ(dqBufs)) +
+    return (dpsFold ? dQ(dqBufs) + 2 * dpsStageBytes() : dQ(dqBufs)) +
            buf * bm * 4;
   }
   int64_t dps(int64_t buf) const {
-    return dpsFold ? dQ(dqBufs) + buf * kDpsAtomBytes : lse(2) + buf * bm * 4;
+    return dpsFold ? dQ(dqBufs) + buf * dpsStageBytes()
+                   : lse(2) + buf * bm * 4;
   }
   static constexpr int64_t kOnesABytes = 256;
   int64_t onesA() const { return lse(2); }

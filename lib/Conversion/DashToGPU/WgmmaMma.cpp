@@ -360,20 +360,21 @@ void WgmmaMain::emitMma() {
           Value S = earlySt ? acc[2] : rowsTimesQT(kRowsDesc, qd, lseInit, false);
           if (dpsAcc && !dpsInit)
             dpsInit = accStart(dpsBase, Value());
-          // dps-fold: dP^T's ninth k-step, in its group, subtracts dPsum:
+          // dps-fold: dP^T's extra k-step, in its group, subtracts dPsum:
           // A (onesA) is -1 in K columns 0 and 1 of every KV row, B k-rows
           // 0 and 1 dPsum's hi and lo for the stage's Q rows (N-major, one
-          // 128-byte line each); k-rows 2-15 meet zeros of A. Both read
-          // repeated 8-row groups (SBO 0). (With A in registers ptxas ends
-          // the group before it and waits for all of dP^T at once.)
+          // 128-byte line per 64 Q rows, the atoms one LBO apart); k-rows
+          // 2-15 meet zeros of A. Both read repeated 8-row groups (SBO 0).
+          // (With A in registers ptxas ends the group before it and waits
+          // for all of dP^T at once.)
           auto foldDps = [&](Value acc) {
-            Value atom = g.add(at(L.dps(0)),
-                               g.mul(buf, g.idx(L.kDpsAtomBytes)));
+            Value atoms =
+                g.add(at(L.dps(0)), g.mul(buf, g.idx(L.dpsStageBytes())));
             Value ones = at(L.onesA());
             return w.wgmma(
                 acc, w.descAt(w.desc(ones, /*LBO: K core matrices*/ 128), 0,
                               /*sboBytes=*/0, /*swizzle128=*/false),
-                w.descAt(w.desc(atom, L.kDpsAtomBytes), 0, /*sboBytes=*/0),
+                w.descAt(w.desc(atoms, L.kDpsAtomBytes), 0, /*sboBytes=*/0),
                 bm, /*transA=*/false, /*transB=*/true);
           };
           Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc,

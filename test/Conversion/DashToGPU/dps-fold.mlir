@@ -4,12 +4,17 @@
 // into k-rows 0 and 1 of the stage's 128B-swizzled atom; the k-step's A is
 // -1 in K columns 0 and 1 of every KV row (two unswizzled core matrices,
 // written once with the atoms' zeros), so dP^T's accumulator holds
-// dP - dPsum and the dS math reads no dPsum. 64-row Q tiles (D = 128) only.
+// dP - dPsum and the dS math reads no dPsum. At 128-row Q tiles (D = 64) a
+// stage has one atom per 64 Q rows (two copies, the B's panels one LBO apart)
+// and dP^T starts at zero instead of at dPsum (stats-in-acc 0); the atoms
+// leave room for two dS^T buffers and one dQ staging buffer, or one and two,
+// and the default takes the first.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1" --canonicalize --cse | FileCheck %s
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=OFF
 // RUN: sed 's/mask = causal align = bottom_right/mask = full/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1" --canonicalize --cse | FileCheck %s --check-prefix=FULL
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=2" 2>&1 | FileCheck %s --check-prefix=RANGE
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1" 2>&1 | FileCheck %s --check-prefix=ROWS128
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1" --canonicalize --cse | FileCheck %s --check-prefix=D64
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1 dq-buffers=2" | FileCheck %s --check-prefix=D64DQ2
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1 stats-in-acc=1" 2>&1 | FileCheck %s --check-prefix=ACC
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1 stats-shfl=1" 2>&1 | FileCheck %s --check-prefix=NEEDS
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=1 stats-in-main=1" 2>&1 | FileCheck %s --check-prefix=NEEDS
@@ -91,10 +96,32 @@
 // FULL-NOT: llvm.load {{.*}} -> f32
 // FULL: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
 
+// D = 64: one dQ staging buffer by default, dP^T from zero, 2 x 2 atoms.
+// D64: dps_fold = true
+// D64-SAME: dq_buffers = 1
+// D64-SAME: shared_bytes = 202056
+// D64-SAME: stats_in_acc = 0
+// D64-LABEL: gpu.func @dash_bwd_main
+// D64-COUNT-4: nvvm.wgmma.mma_async {{.*}}, D[<f32>, <{{zero|one}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// D64-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// D64-COUNT-4: nvvm.wgmma.mma_async {{.*}}, D[<f32>, <{{zero|one}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// D64: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// D64-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// D64-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// The producer: one 4-D copy per 64 Q rows, the second at q0 + 64 into the
+// next atom.
+// D64: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%[[Q0:[0-9]+]], %c0_i32, %[[H:[0-9]+]], %[[BB:[0-9]+]]]
+// D64: %[[Q64:.*]] = arith.addi %{{.*}}, %c64 : index
+// D64-NEXT: arith.index_cast %[[Q64]] : index to i32
+// D64: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%{{[0-9]+}}, %c0_i32, %[[H]], %[[BB]]]
+// Two staging buffers asked for: then one dS^T buffer fits beside them.
+// D64DQ2: dps_fold = true
+// D64DQ2-SAME: dq_buffers = 2
+// D64DQ2-SAME: ds_buffers = 1
+
 // RANGE: error: 'dash.scheduled_attention_bwd' op dps-fold must be 0 or 1, or -1 for the default (got 2)
-// ROWS128: error: 'dash.scheduled_attention_bwd' op dps-fold=1 needs mma=wgmma with loads=tma, 64-row Q tiles, stats-in-acc=0 and none of stats-shfl, stats-in-main or dps-ahead (they read dPsum as f32; got 128-row Q tiles, stats-in-acc=1)
-// ACC: error: 'dash.scheduled_attention_bwd' op dps-fold=1 needs {{.*}} (they read dPsum as f32; got 64-row Q tiles, stats-in-acc=1)
-// NEEDS: error: 'dash.scheduled_attention_bwd' op dps-fold=1 needs mma=wgmma with loads=tma, 64-row Q tiles, stats-in-acc=0 and none of stats-shfl, stats-in-main or dps-ahead
+// ACC: error: 'dash.scheduled_attention_bwd' op dps-fold=1 needs mma=wgmma with loads=tma, stats-in-acc=0 and none of stats-shfl, stats-in-main or dps-ahead (they read dPsum as f32)
+// NEEDS: error: 'dash.scheduled_attention_bwd' op dps-fold=1 needs mma=wgmma with loads=tma, stats-in-acc=0 and none of stats-shfl, stats-in-main or dps-ahead
 
 !act = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1], offset: ?>>
 !lse = memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
