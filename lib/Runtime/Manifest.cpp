@@ -240,14 +240,24 @@ std::string parseManifest(const std::string &text, const std::string &path,
   const std::pair<const char *, bool *> flags[] = {
       {"dkdv_direct", &m.dkdvDirect},   {"dkdv_bulk", &m.dkdvBulk},
       {"stats_in_main", &m.statsInMain}, {"pdl", &m.pdl},
-      {"dq_in_main", &m.dqInMain},       {"counted_adds", &m.countedAdds},
-      {"dps_fold", &m.dpsFold}};
+      {"dq_in_main", &m.dqInMain},       {"counted_adds", &m.countedAdds}};
   for (auto [name, value] : flags)
     if (const json::Value *v = root.get(name)) {
       if (!v->isBool())
         return std::string("field \"") + name + "\" must be true or false";
       *value = v->boolean;
     }
+  if (const json::Value *fold = root.get("dps_fold")) {
+    if (!fold->isString() ||
+        (fold->string != "atoms" && fold->string != "rows"))
+      return "field \"dps_fold\" must be \"atoms\" or \"rows\"";
+    m.dpsFold = fold->string == "atoms" ? Manifest::DpsFold::Atoms
+                                        : Manifest::DpsFold::Rows;
+    if (!m.usesTensorMaps() || m.blockM % 64 != 0)
+      return "field \"dps_fold\": \"" + fold->string +
+             "\" needs a TMA kernel with block_m a multiple of 64 (its map "
+             "loads boxes of dPsum's hi / lo bf16 rows)";
+  }
   // What a set flag's kernel relies on.
   const struct {
     const char *name;
@@ -259,9 +269,6 @@ std::string parseManifest(const std::string &text, const std::string &path,
       {"stats_in_main", m.statsInMain, m.usesTensorMaps(),
        "a TMA kernel (its producer waits for a head's statistics before "
        "their tensor-map loads)"},
-      {"dps_fold", m.dpsFold, m.usesTensorMaps() && m.blockM % 64 == 0,
-       "a TMA kernel with block_m a multiple of 64 (its map loads [2][64] "
-       "bf16 boxes of dPsum's hi / lo rows)"},
       {"counted_adds", m.countedAdds, !m.deterministic && m.usesTensorMaps(),
        "a non-deterministic TMA kernel (deterministic ones always count)"},
       {"dq_in_main", m.dqInMain,

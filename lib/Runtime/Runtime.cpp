@@ -332,7 +332,7 @@ struct WsKernel {
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps(),
           m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain, m.dkdvBulk,
-          m.statsInMain, m.dpsFold};
+          m.statsInMain, m.dpsFold != Manifest::DpsFold::None};
 }
 
 /// The seven maps (q, k, v, dO loads; dq_accum reduce-adds; lse_log2, dPsum
@@ -1111,16 +1111,20 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
   for (int i = 0; i < 2; ++i) {
     const CUdeviceptr at = wsBase + CUdeviceptr(ws.offset[int(stats[i])]);
     const cuuint64_t rows = cuuint64_t(ws.sizes[int(stats[i])][2]);
-    if (stats[i] == Role::DPSum && m.dpsFold) {
+    if (stats[i] == Role::DPSum && m.dpsFold != Manifest::DpsFold::None) {
       // dps_fold: a head's f32 row of S holds bf16 rows hi and lo of S; a
       // box is both rows of 64 Q rows (2 x 128 B), 128B-swizzled as the
-      // kernel's atoms read them.
+      // kernel's atoms read them ("atoms"), or of block_m Q rows as they
+      // are ("rows").
+      const bool atoms = m.dpsFold == Manifest::DpsFold::Atoms;
       cuuint64_t dims[4] = {Sq, 2, Hq, B};
       cuuint64_t strides[3] = {rows * 2, rows * 4, Hq * rows * 4};
-      cuuint32_t box[4] = {64, 2, 1, 1};
+      cuuint32_t box[4] = {atoms ? 64u : cuuint32_t(m.blockM), 2, 1, 1};
       if ((st = encode(&out[5 + i], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                        reinterpret_cast<void *>(at), 4, dims, strides, box,
-                       CU_TENSOR_MAP_SWIZZLE_128B, "dpsum (hi / lo)")))
+                       atoms ? CU_TENSOR_MAP_SWIZZLE_128B
+                             : CU_TENSOR_MAP_SWIZZLE_NONE,
+                       "dpsum (hi / lo)")))
         return st;
       continue;
     }

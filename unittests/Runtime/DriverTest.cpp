@@ -636,35 +636,42 @@ TEST_F(MockDriverTensorMaps, PdlLaunchesTheMainKernelProgrammatically) {
 }
 
 // dps_fold kernels read dPsum as two bf16 rows (hi, lo) in the bytes of its
-// f32 row: map 6 is a bf16 [B, H, 2, S_q] view, 128B-swizzled, one box both
-// rows of a Q tile; the rows are padded to 8 elements so the hi -> lo stride
-// is a multiple of 16 bytes. lse_log2 (map 5) keeps its f32 form.
+// f32 row: map 6 is a bf16 [B, H, 2, S_q] view, one box both rows of 64 Q
+// rows, 128B-swizzled ("atoms") or of block_m Q rows as they are ("rows");
+// the rows are padded to 8 elements so the hi -> lo stride is a multiple of
+// 16 bytes. lse_log2 (map 5) keeps its f32 form.
 TEST_F(MockDriverTensorMaps, DpsFoldLoadsDpsumAsHiLoRows) {
   const int64_t B = 2, Sq = 250, H = 4;
-  dash_bwd_info info;
-  const auto &maps = callRaggedTiles("\"dps_fold\": true,", &info);
-  ASSERT_EQ(maps.size(), 6u); // q, k, v, dO, lse_log2, dPsum
-  const MockTensorMap &lse = maps[4], &dps = maps[5];
-  EXPECT_EQ(lse.type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
-  EXPECT_EQ(lse.rank, 3u);
-  EXPECT_EQ(lse.strides[0], 256u * 4); // 250 padded to 8 for both
-  EXPECT_EQ(dps.type, int(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16));
-  EXPECT_EQ(dps.rank, 4u);
-  const uint64_t wantDims[4] = {uint64_t(Sq), 2, uint64_t(H), uint64_t(B)};
-  const uint64_t wantStrides[3] = {256 * 2, 256 * 4, uint64_t(H) * 256 * 4};
-  const unsigned wantBox[4] = {64, 2, 1, 1};
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(dps.dims[i], wantDims[i]) << i;
-    EXPECT_EQ(dps.box[i], wantBox[i]) << i;
-    if (i < 3)
-      EXPECT_EQ(dps.strides[i], wantStrides[i]) << i;
+  for (const char *form : {"atoms", "rows"}) {
+    SCOPED_TRACE(form);
+    dash_bwd_info info;
+    const auto &maps = callRaggedTiles(
+        std::string("\"dps_fold\": \"") + form + "\",", &info);
+    ASSERT_EQ(maps.size() % 6, 0u); // q, k, v, dO, lse_log2, dPsum per call
+    const MockTensorMap &lse = maps[maps.size() - 2], &dps = maps.back();
+    EXPECT_EQ(lse.type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
+    EXPECT_EQ(lse.rank, 3u);
+    EXPECT_EQ(lse.strides[0], 256u * 4); // 250 padded to 8 for both
+    EXPECT_EQ(dps.type, int(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16));
+    EXPECT_EQ(dps.rank, 4u);
+    const uint64_t wantDims[4] = {uint64_t(Sq), 2, uint64_t(H), uint64_t(B)};
+    const uint64_t wantStrides[3] = {256 * 2, 256 * 4, uint64_t(H) * 256 * 4};
+    const unsigned wantBox[4] = {64, 2, 1, 1}; // the fixture's block_m: 64
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(dps.dims[i], wantDims[i]) << i;
+      EXPECT_EQ(dps.box[i], wantBox[i]) << i;
+      if (i < 3)
+        EXPECT_EQ(dps.strides[i], wantStrides[i]) << i;
+    }
+    EXPECT_EQ(dps.swizzle, std::string(form) == "atoms"
+                               ? int(CU_TENSOR_MAP_SWIZZLE_128B)
+                               : int(CU_TENSOR_MAP_SWIZZLE_NONE));
+    EXPECT_EQ(dps.oob, int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)); // zeros past S_q
+    // In the bytes of the f32 rows: B * H rows of 256 f32, lse_log2 after.
+    EXPECT_GE(static_cast<const char *>(lse.address) -
+                  static_cast<const char *>(dps.address),
+              B * H * 256 * 4);
   }
-  EXPECT_EQ(dps.swizzle, int(CU_TENSOR_MAP_SWIZZLE_128B));
-  EXPECT_EQ(dps.oob, int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)); // zeros past S_q
-  // In the bytes of the f32 rows: B * H rows of 256 f32, lse_log2 after.
-  EXPECT_GE(static_cast<const char *>(lse.address) -
-                static_cast<const char *>(dps.address),
-            B * H * 256 * 4);
 }
 
 // stats_in_main kernels count finished statistics rows per query head: the

@@ -193,15 +193,17 @@ TEST(Manifest, MalformedFieldsAreNamed) {
        "\"dkdv_bulk\": true needs a TMA kernel"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"pdl\": \"yes\""),
        "\"pdl\" must be true or false"},
-      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dps_fold\": 1"),
-       "\"dps_fold\" must be true or false"},
-      // dps_fold's hi / lo rows come by a tensor map, boxes of 64 Q rows.
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dps_fold\": true"),
-       "\"dps_fold\": true needs a TMA kernel with block_m a multiple of 64"},
+       "\"dps_fold\" must be \"atoms\" or \"rows\""},
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dps_fold\": \"cols\""),
+       "\"dps_fold\" must be \"atoms\" or \"rows\""},
+      // dps_fold's hi / lo rows come by a tensor map.
+      {replaced(good, "\"threads\": 256", "\"threads\": 256, \"dps_fold\": \"rows\""),
+       "\"dps_fold\": \"rows\" needs a TMA kernel with block_m a multiple of 64"},
       {replaced(replaced(withTensorMaps(good, "i64", 1), "\"block_m\": 64",
                          "\"block_m\": 80"),
-                "\"threads\": 256", "\"threads\": 256, \"dps_fold\": true"),
-       "\"dps_fold\": true needs a TMA kernel with block_m a multiple of 64"},
+                "\"threads\": 256", "\"threads\": 256, \"dps_fold\": \"atoms\""),
+       "\"dps_fold\": \"atoms\" needs a TMA kernel with block_m a multiple of 64"},
       {replaced(good, "\"threads\": 256", "\"threads\": 256, \"stats_in_main\": 1"),
        "\"stats_in_main\" must be true or false"},
       // stats_in_main's producer waits before its tensor-map loads.

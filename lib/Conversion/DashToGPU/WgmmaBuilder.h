@@ -99,14 +99,20 @@ struct SmemLayout {
   bool kvViaDs = false;
   /// dkdv-bulk: two more after those (EPI_FULL, EPI_EMPTY).
   bool dkdvBulk = false;
-  /// dps-fold: dPsum's stage is one 1024-byte swizzle atom per 64 Q rows
-  /// (a panel of the B of dP^T's extra k-step): 8 k-rows of 64 bf16 (128 B),
-  /// rows 0 and 1 dPsum's hi / lo by TMA, rows 2-7 zeros written once; the
-  /// k-step's rows 8-15 read the same atom again (SBO 0), against zeros of
-  /// its A. Its A (onesA): two unswizzled 8 x 16-byte core matrices, K
-  /// columns 0-7 (rows -1, -1, 0, ..) and 8-15 (zeros), which every 8-row
-  /// group of the 64 KV rows reads (SBO 0).
-  bool dpsFold = false;
+  /// dps-fold, the B of dP^T's extra k-step (N-major, K = 16):
+  ///  * Atoms: one 1024-byte swizzle atom per 64 Q rows (a panel of the
+  ///    B), 8 k-rows of 64 bf16 (128 B), rows 0 and 1 dPsum's hi / lo by
+  ///    TMA, rows 2-7 zeros written once; rows 8-15 read the same atom again
+  ///    (SBO 0). A (onesA): -1 in K columns 0 and 1.
+  ///  * Rows: the hi row then the lo row of the stage's bm Q rows as the TMA
+  ///    copies them, then 128 bytes of zeros, read as unswizzled 8 x 16-byte
+  ///    core matrices: Q block n (8 rows) at 16 n (SBO 16), k-rows 0-7 at 16
+  ///    B steps (block n + r's hi: finite), k-rows 8-15 one LBO = 2 bm bytes
+  ///    on (the lo row). A: -1 in K columns 0 and 8.
+  /// Either way the other k-rows meet A's zeros, and A (onesA) is two
+  /// unswizzled K-major core matrices (K columns 0-7, 8-15) that every
+  /// 8-row group of the 64 KV rows reads (SBO 0).
+  DpsFold dpsFold = DpsFold::Off;
   int64_t mbarriers() const {
     return dkdvBulk  ? kNumMbarriersDkdvBulk
            : kvViaDs ? kNumMbarriersKvViaDs
@@ -147,25 +153,30 @@ struct SmemLayout {
       ok = ok && dQ(0) % 128 == 0 && dQ(dqBufs - 1) % 128 == 0 &&
            lse(0) % 128 == 0 && lse(1) % 128 == 0 && dps(0) % 128 == 0 &&
            dps(1) % 128 == 0;
-    if (dpsFold)
-      ok = ok && dps(0) % kDpsAtomBytes == 0 && onesA() % 128 == 0;
+    if (dpsFold != DpsFold::Off)
+      ok = ok && onesA() % 128 == 0 &&
+           dps(0) % (dpsFold == DpsFold::Atoms ? kDpsAtomBytes : 128) == 0;
     return ok;
   }
   /// dps-fold puts the atoms first (dQ's end is 1024-aligned), lse_log2
   /// after them.
   static constexpr int64_t kDpsAtomBytes = 1024;
-  int64_t dpsStageBytes() const { return bm / 64 * kDpsAtomBytes; }
+  int64_t dpsStageBytes() const {
+    return dpsFold == DpsFold::Atoms ? bm / 64 * kDpsAtomBytes
+                                     : bm * 4 + (dpsFold == DpsFold::Rows ? 128 : 0);
+  }
+  bool folded() const { return dpsFold != DpsFold::Off; }
   int64_t lse(int64_t buf) const {
-    return (dpsFold ? dQ(dqBufs) + 2 * dpsStageBytes() : dQ(dqBufs)) +
+    return (folded() ? dQ(dqBufs) + 2 * dpsStageBytes() : dQ(dqBufs)) +
            buf * bm * 4;
   }
   int64_t dps(int64_t buf) const {
-    return dpsFold ? dQ(dqBufs) + buf * dpsStageBytes()
-                   : lse(2) + buf * bm * 4;
+    return folded() ? dQ(dqBufs) + buf * dpsStageBytes()
+                    : lse(2) + buf * bm * 4;
   }
   static constexpr int64_t kOnesABytes = 256;
   int64_t onesA() const { return lse(2); }
-  int64_t statsEnd() const { return dpsFold ? onesA() + kOnesABytes : dps(2); }
+  int64_t statsEnd() const { return folded() ? onesA() + kOnesABytes : dps(2); }
   int64_t bar(int i) const { return (statsEnd() + 7) / 8 * 8 + 8 * i; }
   /// TMA kernels: the step in stage `buf` as two i32 (its Q tile index and,
   /// deterministic kernels, its rank), written by the producer before its

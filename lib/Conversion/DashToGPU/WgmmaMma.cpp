@@ -256,7 +256,7 @@ void WgmmaMain::emitMma() {
           // spill: those are read where they are used.
           const bool statsAhead = bm == 64;
           const bool shfl = config.statsShfl; // stats-shfl, below
-          const bool fold = config.dpsFold; // dps-fold, at dP^T
+          const bool fold = config.dpsFold != DpsFold::Off; // at dP^T
           SmallVector<Value> lseV, dpsV, dpsTop;
           if (statsAhead && !lseAcc && !shfl)
             lseV = loadStats(lseBase);
@@ -367,15 +367,22 @@ void WgmmaMain::emitMma() {
           // 2-15 meet zeros of A. Both read repeated 8-row groups (SBO 0).
           // (With A in registers ptxas ends the group before it and waits
           // for all of dP^T at once.)
+          // dps-fold=2: B unswizzled, Q blocks of 8 at 16-byte steps (SBO),
+          // the lo row one LBO on (SmemLayout).
           auto foldDps = [&](Value acc) {
-            Value atoms =
+            Value stage =
                 g.add(at(L.dps(0)), g.mul(buf, g.idx(L.dpsStageBytes())));
             Value ones = at(L.onesA());
+            Value bDesc =
+                config.dpsFold == DpsFold::Rows
+                    ? w.descAt(w.desc(stage, /*LBO: the lo row*/ 2 * bm), 0,
+                               /*sboBytes=*/16, /*swizzle128=*/false)
+                    : w.descAt(w.desc(stage, L.kDpsAtomBytes), 0,
+                               /*sboBytes=*/0);
             return w.wgmma(
                 acc, w.descAt(w.desc(ones, /*LBO: K core matrices*/ 128), 0,
                               /*sboBytes=*/0, /*swizzle128=*/false),
-                w.descAt(w.desc(atoms, L.kDpsAtomBytes), 0, /*sboBytes=*/0),
-                bm, /*transA=*/false, /*transB=*/true);
+                bDesc, bm, /*transA=*/false, /*transB=*/true);
           };
           Value dP = rowsTimesQT(vRowsDesc, od, dpsInit, dpsAcc,
                                  fold ? function_ref<Value(Value)>(foldDps)
