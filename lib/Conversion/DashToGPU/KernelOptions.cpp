@@ -177,7 +177,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // Two staging buffers (two reducer warps) wherever they leave room for
   // two dS^T buffers; at D = 64 on 128-row Q tiles that is 231504 of
   // 232448 B (bench/NOTES.md section 19).
-  // (dps-fold's atoms count: at D = 64 they leave room for one.)
+  // (dps-fold's buffers count: at D = 64 its atoms leave room for one.)
   auto sharedWith = [&](int64_t ds, int64_t dq) {
     WgmmaConfig c;
     c.tma = tma;

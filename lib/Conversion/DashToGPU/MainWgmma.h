@@ -109,6 +109,8 @@ struct WgmmaMain {
   WgmmaBuilder::Desc wgRowsDesc(const MmaThread &t, int64_t off);
   WgmmaBuilder::Desc dqBDesc(const MmaThread &t);
   Value dsTile(Value buf);
+  /// dps-fold: the start of stage `buf`'s hi / lo buffer (SmemLayout::dps).
+  Value dpsStage(Value buf);
   WgmmaBuilder::Desc dqADesc(const MmaThread &t, Value buf);
   /// K-step kk of a K-major operand of `rows`-row panels: 32 B into panel
   /// kk / 4.

@@ -161,9 +161,18 @@ struct SmemLayout {
   /// dps-fold puts the atoms first (dQ's end is 1024-aligned), lse_log2
   /// after them.
   static constexpr int64_t kDpsAtomBytes = 1024;
+  /// A stage of dPsum: bm f32, bm / 64 atoms, or the two bf16 rows and
+  /// 128 bytes of zeros (what the last Q block's k-rows 9-15 read).
   int64_t dpsStageBytes() const {
-    return dpsFold == DpsFold::Atoms ? bm / 64 * kDpsAtomBytes
-                                     : bm * 4 + (dpsFold == DpsFold::Rows ? 128 : 0);
+    switch (dpsFold) {
+    case DpsFold::Atoms:
+      return bm / 64 * kDpsAtomBytes;
+    case DpsFold::Rows:
+      return bm * 4 + 128;
+    case DpsFold::Off:
+      break;
+    }
+    return bm * 4;
   }
   bool folded() const { return dpsFold != DpsFold::Off; }
   int64_t lse(int64_t buf) const {

@@ -361,17 +361,14 @@ void WgmmaMain::emitMma() {
           if (dpsAcc && !dpsInit)
             dpsInit = accStart(dpsBase, Value());
           // dps-fold: dP^T's extra k-step, in its group, subtracts dPsum:
-          // A (onesA) is -1 in K columns 0 and 1 of every KV row, B k-rows
-          // 0 and 1 dPsum's hi and lo for the stage's Q rows (N-major, one
-          // 128-byte line per 64 Q rows, the atoms one LBO apart); k-rows
-          // 2-15 meet zeros of A. Both read repeated 8-row groups (SBO 0).
-          // (With A in registers ptxas ends the group before it and waits
-          // for all of dP^T at once.)
-          // dps-fold=2: B unswizzled, Q blocks of 8 at 16-byte steps (SBO),
-          // the lo row one LBO on (SmemLayout).
+          // A (onesA) is -1 where B holds dPsum's hi and lo for the stage's
+          // Q rows, and zero against every other k-row (SmemLayout has both
+          // forms: 1, atoms one LBO apart, SBO 0; 2, the rows as copied,
+          // unswizzled, SBO 16 along Q, the lo row one LBO on). (With A in
+          // registers ptxas ends the group before it and waits for all of
+          // dP^T at once.)
           auto foldDps = [&](Value acc) {
-            Value stage =
-                g.add(at(L.dps(0)), g.mul(buf, g.idx(L.dpsStageBytes())));
+            Value stage = dpsStage(buf);
             Value ones = at(L.onesA());
             Value bDesc =
                 config.dpsFold == DpsFold::Rows

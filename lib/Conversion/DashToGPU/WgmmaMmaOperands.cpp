@@ -43,6 +43,10 @@ Value WgmmaMain::dsTile(Value buf) {
   return dsBufs == 2 ? g.add(a, g.mul(buf, g.idx(L.dsBytes()))) : a;
 }
 
+Value WgmmaMain::dpsStage(Value buf) {
+  return g.add(at(L.dps(0)), g.mul(buf, g.idx(L.dpsStageBytes())));
+}
+
 WgmmaBuilder::Desc WgmmaMain::dqADesc(const MmaThread &t, Value buf) {
   Value a = dsTile(buf);
   // ds-trans: dS itself, K-major in two panels of 64 KV columns (at 128-row

@@ -89,23 +89,19 @@ void WgmmaMain::emitProducer() {
         Value vOff = g.mul(stage, g.idx(bm * 4));
         w.tmaRowVector(kTensorMapLse2, g.add(at(L.lse(0)), vOff), it.bb, q0,
                        it.h, full);
-        // dps-fold=1: the hi / lo rows (a [2][64] bf16 box per 64 Q rows,
-        // 128B-swizzled: the same bytes in all) into k-rows 0 and 1 of the
-        // stage's atoms; 2: one [2][bm] box, unswizzled, as it comes.
-        if (config.dpsFold == DpsFold::Rows)
-          w.tmaLoad(w.tensorMap(kTensorMapDPsum),
-                    g.add(at(L.dps(0)), g.mul(stage, g.idx(L.dpsStageBytes()))),
-                    {w.i32of(q0), w.c32(0), w.i32of(it.h), w.i32of(it.bb)},
-                    full);
-        else if (config.dpsFold == DpsFold::Atoms)
-          for (int64_t p = 0; p < bm / 64; ++p)
+        // dps-fold: the hi / lo rows, 1 as a [2][64] bf16 box per 64 Q rows
+        // (128B-swizzled: the same bytes in all) into k-rows 0 and 1 of the
+        // stage's atoms, 2 as one [2][bm] box, unswizzled, as it comes.
+        if (config.dpsFold != DpsFold::Off) {
+          const int64_t copies =
+              config.dpsFold == DpsFold::Atoms ? bm / 64 : 1;
+          for (int64_t p = 0; p < copies; ++p)
             w.tmaLoad(w.tensorMap(kTensorMapDPsum),
-                      g.add(at(L.dps(0) + p * L.kDpsAtomBytes),
-                            g.mul(stage, g.idx(L.dpsStageBytes()))),
+                      g.add(dpsStage(stage), g.idx(p * L.kDpsAtomBytes)),
                       {w.i32of(g.add(q0, g.idx(64 * p))), w.c32(0),
                        w.i32of(it.h), w.i32of(it.bb)},
                       full);
-        else
+        } else
           w.tmaRowVector(kTensorMapDPsum, g.add(at(L.dps(0)), vOff), it.bb,
                          q0, it.h, full);
         // The item's first step's copies are out.
