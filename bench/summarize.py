@@ -133,7 +133,8 @@ def same_run_fa3(cells, anchors, tf):
     lines = ["", "FlashAttention-3 in the same run (--fa3-lib):", "",
              "| d | mask | s | FA3-det | FA3-nondet | ours det (auto) | ours det / FA3-det "
              "| ours det / FA3-nondet | FA3-det / cuDNN (run) | FA3-det / cuDNN (anchor) "
-             "| FA3 bitwise | FA3 grads vs ours |", "|" + "---|" * 12]
+             "| FA3-det run / anchor | cuDNN run / anchor "
+             "| FA3 bitwise | FA3 grads vs ours |", "|" + "---|" * 14]
     met, x11 = [0, 0], [0, 0]
     for key in fa3_cells:
         c, (d, mask, s) = cells[key], key
@@ -141,6 +142,10 @@ def same_run_fa3(cells, anchors, tf):
                                                   "sdpa-cudnn"))
         a = anchors.get(key, {})
         anchor_r = a["fa3_det"] / a["cudnn"] if a.get("fa3_det") and a.get("cudnn") else None
+        # Each yardstick against its own anchor figure: which of the two
+        # moved when the run's FA3-det / cuDNN differs from the anchor's.
+        drift = [run / a[k] if run and a.get(k) else None
+                 for run, k in ((fd, "fa3_det"), (cudnn, "cudnn"))]
         vs = det / fd if det else None
         if vs is not None and s >= 2048:
             met[0] += vs >= 1.0
@@ -151,10 +156,11 @@ def same_run_fa3(cells, anchors, tf):
         diff = max((c[k].get("rel_diff_vs_dash") or 0.0) for k in ("fa3-det", "fa3-nondet")
                    if k in c)
         bits = c["fa3-det"].get("bitwise_deterministic")
-        lines.append("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             d, mask, s, f(fd, "%.1f"), f(fn, "%.1f"), f(det, "%.1f"), f(vs),
             f(det / fn if det and fn else None), f(fd / cudnn if cudnn else None),
-            f(anchor_r), {True: "yes", False: "NO"}.get(bits, "-"), "%.1e" % diff))
+            f(anchor_r), f(drift[0]), f(drift[1]), {True: "yes", False: "NO"}.get(bits, "-"),
+            "%.1e" % diff))
     lines += ["", "- (same run) ours det (auto) >= FA3-det, s >= 2048: %d / %d" % tuple(met),
               "- (same run) >= 1.1x FA3-det at d=128 causal s >= 8192: %d / %d" % tuple(x11)]
     return lines

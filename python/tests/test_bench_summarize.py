@@ -120,10 +120,26 @@ def test_same_run_fa3_table_only_with_fa3_rows():
         ("fa3-nondet", 625.0, {"rel_diff_vs_dash": 3e-3, "bitwise_deterministic": False})])
     text = mod.summarize(rows, ANCHORS)
     # 600 / 500 = 1.20 >= 1.1x; against the non-deterministic FA3 0.96;
-    # FA3-det / cuDNN of the run 1.00, no anchor for the cell.
-    assert "| 128 | causal | 8192 | 500.0 | 625.0 | 600.0 | 1.20 | 0.96 | 1.00 | - | yes | 3.0e-03 |" in text
+    # FA3-det / cuDNN of the run 1.00, no anchor for the cell (so no drift).
+    assert ("| 128 | causal | 8192 | 500.0 | 625.0 | 600.0 | 1.20 | 0.96 | 1.00 | - | - | - "
+            "| yes | 3.0e-03 |") in text
     assert "(same run) ours det (auto) >= FA3-det, s >= 2048: 1 / 1" in text
     assert "(same run) >= 1.1x FA3-det at d=128 causal s >= 8192: 1 / 1" in text
     # A cell whose FA3-det row is not bitwise repeatable says so.
     bad = [dict(r, bitwise_deterministic=False) if r["impl"] == "fa3-det" else r for r in rows]
     assert "| NO | 3.0e-03 |" in mod.summarize(bad, ANCHORS)
+
+
+def test_same_run_fa3_drift_says_which_yardstick_moved():
+    mod = _load()
+    # The anchor run: FA3-det 500, cuDNN 400 (ratio 1.25). This run: FA3-det
+    # as in the anchor run, cuDNN 10% faster.
+    anchors = {(128, "causal", 16384): {"fa3_det": 500.0, "cudnn": 400.0}}
+    rows = _cell(128, "causal", 16384, [
+        ("sdpa-cudnn", 440.0, {}), ("dash-auto-det", 560.0, {}),
+        ("fa3-det", 505.0, {"rel_diff_vs_dash": 1e-4}),
+        ("fa3-nondet", 600.0, {"rel_diff_vs_dash": 1e-4})])
+    text = mod.summarize(rows, anchors)
+    # FA3-det / cuDNN 505 / 440 = 1.15 against 1.25; FA3-det at 1.01 of its
+    # anchor figure, cuDNN at 1.10 of its own.
+    assert "| 1.15 | 1.25 | 1.01 | 1.10 | yes |" in text
