@@ -4,9 +4,9 @@
 // of dash_bwd_main share while they are emitted (the kernel and its
 // builder, the configuration, the shapes, the unit's walk). MainWgmma.cpp
 // sets it up and splits the roles; WgmmaProducer.cpp, WgmmaReducers.cpp and
-// WgmmaMma.cpp emit one role each (the MMA role's operands, dQ hand-off and
-// dK/dV epilogue in WgmmaMmaOperands.cpp, WgmmaDqHandOff.cpp and
-// WgmmaDkdvEpilogue.cpp).
+// WgmmaMma.cpp emit one role each (the MMA role's step, operands, dQ
+// hand-off and dK/dV epilogue in WgmmaMmaStep.cpp, WgmmaMmaOperands.cpp,
+// WgmmaDqHandOff.cpp and WgmmaDkdvEpilogue.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,6 +91,46 @@ struct WgmmaMain {
     Value wg, wi, lane, fragRow, fragCol, wgRows;
   };
   MmaThread mmaThread(Value t);
+  /// What a step of the MMA role's walk (emitMma, WgmmaMma.cpp) needs from
+  /// it: the item, the unit's steps before it and its first KV row, the
+  /// role's thread id, -1 / (scale log2 e) (stats-in-acc=2), and the
+  /// thread's place, which each step rebuilds from an opaque thread id.
+  struct MmaWalk {
+    const Item &it;
+    Value first, kv0, tidMma, negInvScaleLog2;
+    MmaThread &th;
+  };
+  /// One step of the walk (WgmmaMmaStep.cpp) at `step` with the carried
+  /// accumulators `acc` (dV, dK and, early-st, the step's S^T), up to the
+  /// loop body's yield.
+  void emitMmaStep(const MmaWalk &walk, Value step, ValueRange acc);
+  /// trace-timeline kernels: `body` on thread 0 (of the current `tid`).
+  void traceThread(function_ref<void()> body);
+  /// early-st: S^T = K_w Q^T of the step in stage `sbuf` as one committed
+  /// group, issued only where `on32` (i32) is non-zero.
+  Value issueSIf(const MmaThread &t, Value sbuf, Value on32);
+  /// wg-turns: warpgroup w passes the turn on barrier kBarTurn + (1 - w)
+  /// once its S^T is done and dP^T issued (1), or once its exp2 pass is
+  /// done (2).
+  Value turnBarrier(Value wgOf);
+  /// A turn: warpgroup 1 waits at a step's top for warpgroup 0's issue of
+  /// that step (turn barrier 1), warpgroup 0 at the step's end for
+  /// warpgroup 1's (turn barrier 0), so every arrival is consumed in its
+  /// own step and no warpgroup needs a first or last turn of its own. Both
+  /// execute both waits: the other warpgroup's is a sync of its own 128
+  /// threads (its dq-kv-split barrier). No predicate or branch: a
+  /// predicated barrier puts every later wgmma on ptxas's divergent path
+  /// and it serialises them all (C7520), which is what sections 15 and 23
+  /// of bench/NOTES.md measured.
+  void turnWait(Value wgOf, bool top);
+  /// cp.async kernels: the MMA threads' copies of step tile `qt` (Q, dO,
+  /// lse_log2, dPsum) into buffer `buf`, one committed group.
+  void loadStep(const Item &it, Value qt, Value buf);
+  /// TMA kernels: the unit's step n's stage sb (= n % 2) has its tiles
+  /// (FULL_Q phase n / 2).
+  void waitFullQ(const Item &it, Value n, Value sb);
+  /// TMA kernels: done with the item's K and V (EMPTY_KV).
+  void freeKV();
   /// How the warpgroups split a dQ tile between them: by Q rows at 128-row
   /// tiles (warpgroup w: rows 64w.., all D columns), by D columns at 64 (all
   /// rows, columns w D/2..); the staging and dq_accum order follow it.
