@@ -86,7 +86,7 @@ struct WgmmaMain {
   /// An MMA thread's place: its warpgroup (0 | 1), warp in the group, lane,
   /// the row and column its m64nN accumulator fragments start at, and the
   /// warpgroup's first KV row of the tile (64 wg). Built from a thread id
-  /// where it is used (WgmmaMma.cpp: an opaque copy per step).
+  /// where it is used (WgmmaMmaStep.cpp: an opaque copy per step).
   struct MmaThread {
     Value wg, wi, lane, fragRow, fragCol, wgRows;
   };
