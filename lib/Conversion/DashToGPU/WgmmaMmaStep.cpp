@@ -28,7 +28,16 @@ struct MmaStep {
         L(mw.L), bm(mw.bm), D(mw.D), it(walk.it), first(walk.first),
         kv0(walk.kv0), tidMma(walk.tidMma),
         negInvScaleLog2(walk.negInvScaleLog2), th(walk.th), step(step),
-        acc(acc), dqN(mw.dqParts().partCols()), earlySt(mw.config.earlySt) {}
+        acc(acc), dqN(mw.dqParts().partCols()), earlySt(mw.config.earlySt),
+        statsAhead(bm == 64), shfl(config.statsShfl),
+        fold(config.dpsFold != DpsFold::Off), blk(bm / 64),
+        perChunk(bm / 2 / config.exp2Chunks), dsWaitAfter(config.dsInPassWait),
+        dsFused(dsWaitAfter >= 0),
+        dpsAt(dsFused && config.dpsAhead > 0 && config.dpsAhead <= dsWaitAfter
+                  ? dsWaitAfter - config.dpsAhead
+                  : -1),
+        earlyDv(config.earlyDv), pFromBf16(earlyDv && bm == 128),
+        v2(VectorType::get({2}, w.bf16)) {}
 
   /// The step, phase by phase, in the order the ops are built.
   void emit() {
@@ -135,24 +144,41 @@ struct MmaStep {
   // This warpgroup's part of a dQ tile (dqParts) has dqN columns.
   const int64_t dqN;
   const bool earlySt;
+  // The kernel's choices the phases read (from its configuration).
+  // With 128-row Q tiles (D = 64) the 32 statistics values per vector
+  // would spill: those are read where they are used.
+  const bool statsAhead;
+  const bool shfl; // stats-shfl (readStats)
+  const bool fold; // dps-fold, at dP^T
+  const int64_t blk;
+  // exp2-chunks: each chunk's FFMAs read the scale through the previous
+  // chunk's last exp2, so ptxas cannot hoist them all ahead of the pass's
+  // MUFU.EX2s (it still bunches the MUFUs: the SASS of the unmasked D = 64
+  // pass ends in ~40 back to back either way). Measured, not derived: 8
+  // chunks +1.2..+2.4% at D = 64 (bench/NOTES.md section 22).
+  const int64_t perChunk;
+  // ds-in-pass=C: the wait for dP^T after chunk C of the pass, then each
+  // pair's dS as soon as its P is known, in the branch's block; dps-ahead:
+  // the chunk whose start reads dPsum.
+  const int64_t dsWaitAfter;
+  const bool dsFused;
+  const int64_t dpsAt;
+  // early-dv (dsAndDv has the why); pFromBf16: P read back from its bf16
+  // pairs.
+  const bool earlyDv, pFromBf16;
+  const VectorType v2;
   // The step's, in the order the phases set them.
   Value accV, accK, sNext, phaseWho, qt, buf, q0;
   Value lseBase, dpsBase;
-  bool statsAhead = false, shfl = false, fold = false;
   SmallVector<Value> lseV, dpsV, dpsTop;
-  int64_t blk = 0;
   WgmmaBuilder::Desc qd, od, kRowsDesc, vRowsDesc;
   Value S, dP, sw8;
-  VectorType v2;
   /// The tile's first Q and KV rows, S_q, S_k and the diagonal's offset,
   /// as i32 (the mask's positions are below S < 2^31).
   struct {
     Value q0, kv0, sq, sk, off;
   } pos;
-  int64_t perChunk = 0, dsWaitAfter = -1, dpsAt = -1;
-  bool dsFused = false;
   scf::IfOp ifMask;
-  bool earlyDv = false, pFromBf16 = false;
   SmallVector<Value> pA, dsA, dqs;
 };
 
@@ -211,11 +237,6 @@ void MmaStep::readStats() {
   // stalls there).
   lseBase = g.add(mw.at(L.lse(0)), g.mul(buf, g.idx(bm * 4)));
   dpsBase = g.add(mw.at(L.dps(0)), g.mul(buf, g.idx(bm * 4)));
-  // With 128-row Q tiles (D = 64) the 32 values per vector would
-  // spill: those are read where they are used.
-  statsAhead = bm == 64;
-  shfl = config.statsShfl;               // stats-shfl, below
-  fold = config.dpsFold != DpsFold::Off; // at dP^T
   if (statsAhead && !mw.lseAcc && !shfl)
     lseV = loadStats(lseBase);
   // dps-ahead past the wait's chunk: the first half of dPsum (the
@@ -231,7 +252,6 @@ void MmaStep::readStats() {
   // (one 8-byte load each); a thread's column 8 j + fragCol + u is
   // then register 2 (j % blk) + u of lane lane % 4 + 4 (j / blk),
   // the same register in every lane of one shuffle.
-  blk = bm / 64;
   if (shfl) {
     Value grp = g.div(th.lane, g.idx(4));
     auto held = [&](Value base) {
@@ -264,9 +284,9 @@ void MmaStep::issueProducts() {
   S = earlySt ? acc[2] : rowsTimesQT(kRowsDesc, qd, lseInit, false);
   if (mw.dpsAcc && !dpsInit)
     dpsInit = accStart(dpsBase, Value());
-  auto fold1 = [&](Value a) { return foldDps(a); };
+  auto foldK = [&](Value a) { return foldDps(a); };
   dP = rowsTimesQT(vRowsDesc, od, dpsInit, mw.dpsAcc,
-                   fold ? function_ref<Value(Value)>(fold1) : nullptr);
+                   fold ? function_ref<Value(Value)>(foldK) : nullptr);
   phase(kPhIssued);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
   phase(kPhSDone);
@@ -276,23 +296,8 @@ void MmaStep::issueProducts() {
 
 void MmaStep::exp2Pass() {
   sw8 = g.div(th.lane, g.idx(4));
-  v2 = VectorType::get({2}, w.bf16);
   pos = {w.i32of(q0), w.i32of(g.add(kv0, th.wgRows)), w.i32of(mw.Sq),
          w.i32of(mw.Sk), w.i32of(mw.off)};
-  // exp2-chunks: each chunk's FFMAs read the scale through the
-  // previous chunk's last exp2, so ptxas cannot hoist them all ahead
-  // of the pass's MUFU.EX2s (it still bunches the MUFUs: the SASS of
-  // the unmasked D = 64 pass ends in ~40 back to back either way).
-  // Measured, not derived: 8 chunks +1.2..+2.4% at D = 64
-  // (bench/NOTES.md section 22).
-  perChunk = bm / 2 / config.exp2Chunks;
-  // ds-in-pass=C: the wait for dP^T after chunk C of the pass, then
-  // each pair's dS as soon as its P is known, in the branch's block.
-  dsWaitAfter = config.dsInPassWait;
-  dsFused = dsWaitAfter >= 0;
-  dpsAt = dsFused && config.dpsAhead > 0 && config.dpsAhead <= dsWaitAfter
-              ? dsWaitAfter - config.dpsAhead
-              : -1;
   // Only tiles that cross the diagonal or the sequence ends pay for
   // the per-element mask.
   Value needMask = g.orI(g.lt(mw.Sq, g.add(q0, g.idx(bm))),
@@ -324,8 +329,6 @@ void MmaStep::dsAndDv() {
   // its bf16 pairs (the registers dV reads), so P's f32 values die at
   // the packing: 32 + 64 + 64 live values instead of 64 + 32 + 64 +
   // 64.
-  earlyDv = config.earlyDv;
-  pFromBf16 = earlyDv && bm == 128;
   for (int64_t r = 0; r < bm / 2; r += 2)
     pA.push_back(
         dsFused ? ifMask.getResult(r / 2)
