@@ -110,20 +110,15 @@ dash_status encodeTensorMaps(dash_runtime *rt, const Manifest &m,
   for (int i = 0; i < 2; ++i) {
     const CUdeviceptr at = wsBase + CUdeviceptr(ws.offset[int(stats[i])]);
     const cuuint64_t rows = cuuint64_t(ws.sizes[int(stats[i])][2]);
-    if (stats[i] == Role::DPSum && m.dpsFold != Manifest::DpsFold::None) {
+    if (stats[i] == Role::DPSum && m.dpsFold) {
       // dps_fold: a head's f32 row of S holds bf16 rows hi and lo of S; a
-      // box is both rows of 64 Q rows (2 x 128 B), 128B-swizzled as the
-      // kernel's atoms read them ("atoms"), or of block_m Q rows as they
-      // are ("rows").
-      const bool atoms = m.dpsFold == Manifest::DpsFold::Atoms;
+      // box is both rows of block_m Q rows as they are, unswizzled.
       cuuint64_t dims[4] = {Sq, 2, Hq, B};
       cuuint64_t strides[3] = {rows * 2, rows * 4, Hq * rows * 4};
-      cuuint32_t box[4] = {atoms ? 64u : cuuint32_t(m.blockM), 2, 1, 1};
+      cuuint32_t box[4] = {cuuint32_t(m.blockM), 2, 1, 1};
       if ((st = encode(&out[5 + i], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                        reinterpret_cast<void *>(at), 4, dims, strides, box,
-                       atoms ? CU_TENSOR_MAP_SWIZZLE_128B
-                             : CU_TENSOR_MAP_SWIZZLE_NONE,
-                       "dpsum (hi / lo)")))
+                       CU_TENSOR_MAP_SWIZZLE_NONE, "dpsum (hi / lo)")))
         return st;
       continue;
     }

@@ -37,7 +37,7 @@ int64_t semaphoreSlack(const Shape &s, const WsKernel &k) {
 WsKernel wsKernel(const Manifest &m) {
   return {m.blockM, m.blockN, m.dkdvDirect, m.usesTensorMaps(),
           m.dqAccumMap == Manifest::DqAccumMap::Tiles, m.dqInMain, m.dkdvBulk,
-          m.statsInMain, m.dpsFold != Manifest::DpsFold::None};
+          m.statsInMain, m.dpsFold};
 }
 
 // Buffers per query head (GQA reduces dk/dv over the group in postprocess).

@@ -636,17 +636,14 @@ TEST_F(MockDriverTensorMaps, PdlLaunchesTheMainKernelProgrammatically) {
 }
 
 // dps_fold kernels read dPsum as two bf16 rows (hi, lo) in the bytes of its
-// f32 row: map 6 is a bf16 [B, H, 2, S_q] view, one box both rows of 64 Q
-// rows, 128B-swizzled ("atoms") or of block_m Q rows as they are ("rows");
-// the rows are padded to 8 elements so the hi -> lo stride is a multiple of
+// f32 row: map 6 is a bf16 [B, H, 2, S_q] view, one box both rows of block_m
+// Q rows as they are, unswizzled ("rows", the one form); the rows are padded to 8 elements so the hi -> lo stride is a multiple of
 // 16 bytes. lse_log2 (map 5) keeps its f32 form.
 TEST_F(MockDriverTensorMaps, DpsFoldLoadsDpsumAsHiLoRows) {
   const int64_t B = 2, Sq = 250, H = 4;
-  for (const char *form : {"atoms", "rows"}) {
-    SCOPED_TRACE(form);
+  {
     dash_bwd_info info;
-    const auto &maps = callRaggedTiles(
-        std::string("\"dps_fold\": \"") + form + "\",", &info);
+    const auto &maps = callRaggedTiles("\"dps_fold\": \"rows\",", &info);
     ASSERT_EQ(maps.size() % 6, 0u); // q, k, v, dO, lse_log2, dPsum per call
     const MockTensorMap &lse = maps[maps.size() - 2], &dps = maps.back();
     EXPECT_EQ(lse.type, int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
@@ -663,9 +660,7 @@ TEST_F(MockDriverTensorMaps, DpsFoldLoadsDpsumAsHiLoRows) {
       if (i < 3)
         EXPECT_EQ(dps.strides[i], wantStrides[i]) << i;
     }
-    EXPECT_EQ(dps.swizzle, std::string(form) == "atoms"
-                               ? int(CU_TENSOR_MAP_SWIZZLE_128B)
-                               : int(CU_TENSOR_MAP_SWIZZLE_NONE));
+    EXPECT_EQ(dps.swizzle, int(CU_TENSOR_MAP_SWIZZLE_NONE));
     EXPECT_EQ(dps.oob, int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)); // zeros past S_q
     // In the bytes of the f32 rows: B * H rows of 256 f32, lse_log2 after.
     EXPECT_GE(static_cast<const char *>(lse.address) -

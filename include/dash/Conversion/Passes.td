@@ -282,16 +282,14 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "-1: the default, 0">,
     Option<"dpsFold", "dps-fold", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma, stats-in-acc=0 (its default then), "
-           "no stats-shfl or stats-in-main: dPsum folded into dP^T as one "
-           "more k-step (A: -1 in two K columns, a 256-byte block of shared "
-           "memory; B: dPsum as a hi / lo pair of bf16 rows, which the "
-           "preprocess writes in dPsum's bytes), so dP^T's accumulator holds "
-           "dP - dPsum and the dS math reads no dPsum. 1: the producer loads "
-           "the two rows into a 128B-swizzled atom per 64 Q rows (at D = 64 "
-           "they leave room for one dQ staging buffer, the default then); 2: "
-           "it loads them as they are and the k-step reads them as an "
-           "unswizzled B (4 bm + 128 bytes a stage); 0: dPsum read from "
-           "shared memory or as dP^T's start; -1: the default, 0">,
+           "no stats-shfl, stats-in-main or dps-ahead: 1 folds dPsum into "
+           "dP^T as one more k-step (A: -1 in two K columns, a 256-byte block "
+           "of shared memory; B: dPsum as a hi / lo pair of bf16 rows, which "
+           "the preprocess writes in dPsum's bytes and the producer loads as "
+           "they are, read as an unswizzled B, 4 bm + 128 bytes a stage), so "
+           "dP^T's accumulator holds dP - dPsum and the dS math reads no "
+           "dPsum; 0: dPsum read from shared memory or as dP^T's start; -1: "
+           "the default, 1 at D = 64 where those options allow it, else 0">,
     Option<"ablateExp2", "ablate-exp2", "int64_t", /*default=*/"0",
            "diagnostic kernels with WRONG gradients (mma=wgmma): 1 drops the "
            "exp2 of each step's P (P = the FFMA's argument, no MUFU.EX2), to "

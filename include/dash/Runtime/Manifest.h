@@ -92,9 +92,9 @@ struct Manifest {
   bool statsInMain = false;
   /// Optional "dps_fold": each head's dPsum row of the workspace holds two
   /// bf16 rows (hi, lo), loaded by a map of their own (TMA kernels;
-  /// convert-dash-to-gpu dps-fold, docs/Runtime.md): "atoms" (boxes of 64 Q
-  /// rows, 128B-swizzled) or "rows" (boxes of block_m Q rows, unswizzled).
-  enum class DpsFold { None, Atoms, Rows } dpsFold = DpsFold::None;
+  /// convert-dash-to-gpu dps-fold, docs/Runtime.md): "rows" (boxes of
+  /// block_m Q rows, unswizzled), the only value.
+  bool dpsFold = false;
   /// Optional "pdl": the main kernel is launched as a programmatic dependent
   /// of the preprocess (it waits for it with griddepcontrol.wait, the
   /// preprocess lets it launch early with griddepcontrol.launch_dependents).

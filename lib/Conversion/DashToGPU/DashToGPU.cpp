@@ -167,10 +167,8 @@ struct ConvertDashToGPUPass
         config.append("stats_shfl", b.getBoolAttr(true));
       // likewise; the runtime reads it: dPsum's bytes hold a hi / lo pair
       // of bf16 rows, loaded by a map of their own (docs/Runtime.md).
-      if (w.dpsFold != DpsFold::Off)
-        config.append("dps_fold", b.getStringAttr(w.dpsFold == DpsFold::Atoms
-                                                      ? "atoms"
-                                                      : "rows"));
+      if (w.dpsFold)
+        config.append("dps_fold", b.getStringAttr("rows"));
       if (traceTimeline != 0)
         config.append("trace_timeline", b.getI64IntegerAttr(traceTimeline));
     }
@@ -203,7 +201,7 @@ struct ConvertDashToGPUPass
       dqInit.dqTicket = w.dqInMain;
     }
     dqInit.statsInMain = w.statsInMain;
-    dqInit.dpsumHiLo = w.dpsFold != DpsFold::Off;
+    dqInit.dpsumHiLo = w.dpsFold;
     dqInit.launchDependents = w.pdl;
     buildPreprocess(b, loc, argTypes, D, r.nthreads, dqLayout, dqInit);
     if (r.useWgmma)

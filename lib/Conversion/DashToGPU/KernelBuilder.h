@@ -517,12 +517,6 @@ constexpr int64_t kMaxShared = 227 * 1024;
 /// spins forever. The MMA warpgroups take mmaRegs, warpgroup 2 the rest.
 constexpr int64_t kRegisterPool = 168 * kWgmmaThreads;
 /// The kernel's shape choices beyond the tiling.
-/// How dps-fold lays out the extra k-step's operands (WgmmaBuilder.h's
-/// SmemLayout): off, 128B-swizzled atoms (one per 64 Q rows), or the hi and
-/// lo rows as the TMA copies them, read as an unswizzled ("interleave")
-/// N-major B.
-enum class DpsFold : int64_t { Off = 0, Atoms = 1, Rows = 2 };
-
 struct WgmmaConfig {
   /// A producer warp (warp 10) loads Q, dO, K, V with TMA from the runtime's
   /// tensor maps through full/empty mbarriers; else the MMA threads issue
@@ -629,9 +623,9 @@ struct WgmmaConfig {
   /// thread by a warp shuffle at use (stats-shfl=1).
   bool statsShfl = false;
   /// TMA kernels: dPsum folded into dP^T as one more k-step, -1 (shared
-  /// memory) times its hi / lo bf16 rows (dps-fold=1: 128B-swizzled atoms,
-  /// 2: the two rows as they come, unswizzled).
-  DpsFold dpsFold = DpsFold::Off;
+  /// memory) times its hi / lo bf16 rows as the TMA copies them, read as an
+  /// unswizzled N-major B (WgmmaBuilder.h's SmemLayout).
+  bool dpsFold = false;
 };
 /// The per-CTA timeline of trace-timeline kernels: kTraceWords i64 words per
 /// CTA (blockIdx.x) from O's aligned base. Header words, then for each of the

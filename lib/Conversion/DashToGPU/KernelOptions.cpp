@@ -143,27 +143,27 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   if (statsShfl == 1 && !(tmaWgmma && statsInAcc <= 0))
     return op.emitOpError() << "stats-shfl=1 needs mma=wgmma with loads=tma "
                                "and stats-in-acc=0";
-  if (failed(checkOption("dps-fold", dpsFold, -1, 2, "0, 1 or 2")))
+  if (failed(checkOption("dps-fold", dpsFold, -1, 1, "0 or 1")))
     return failure();
-  // dP^T gets one more k-step (A: -1 in K columns 0 and 1, in shared
-  // memory; B: the stage's hi / lo rows of dPsum), so its accumulator is
-  // dP - dPsum and the dS math loads nothing (at 64-row tiles ~3% of the
-  // samples stalled on that load, bench/NOTES.md section 42; at 128 dPsum
-  // as the accumulator's start made ptxas wait for S^T before issuing dP^T,
-  // 3.6%), for 1/8 (D = 128) or 1/4 (D = 64) more dP^T tensor work. The
-  // other statistics forms read dPsum themselves. 1 puts the hi / lo rows
-  // in 128B-swizzled atoms (the swizzled N-major form dO takes as dV's B;
-  // 2 KiB a stage at D = 64, too much for two dQ staging buffers there), 2
-  // reads them as copied (4 bm + 128 bytes a stage, an unswizzled B).
-  const DpsFold fold = DpsFold(std::max<int64_t>(dpsFold, 0));
-  const bool foldOn = fold != DpsFold::Off;
-  if (foldOn && !(tmaWgmma && statsInAcc <= 0 && statsShfl != 1 &&
-                  statsInMain != 1 && dpsAhead <= 0))
+  // dP^T gets one more k-step (A: -1 in K columns 0 and 8, in shared
+  // memory; B: the stage's hi / lo rows of dPsum as copied, an unswizzled
+  // B, 4 bm + 128 bytes a stage), so its accumulator is dP - dPsum and the
+  // dS math loads nothing (at 64-row tiles ~3% of the samples stalled on
+  // that load, bench/NOTES.md section 42; at 128 dPsum as the accumulator's
+  // start made ptxas wait for S^T before issuing dP^T, 3.6%), for 1/8
+  // (D = 128) or 1/4 (D = 64) more dP^T tensor work. The other statistics
+  // forms read dPsum themselves.
+  const bool foldFits = tmaWgmma && statsInAcc <= 0 && statsShfl != 1 &&
+                        statsInMain != 1 && dpsAhead <= 0;
+  // Default: on at D = 64 where the other options leave it room (H100,
+  // same process: +1..+5% det, bench/NOTES.md section 45); off at D = 128,
+  // where it measured -1.6..-4.2%.
+  const bool foldOn = dpsFold >= 0 ? dpsFold == 1 : foldFits && D == 64;
+  if (foldOn && !foldFits)
     return op.emitOpError()
-           << "dps-fold=" << int64_t(dpsFold)
-           << " needs mma=wgmma with loads=tma, stats-in-acc=0 and none of "
-              "stats-shfl, stats-in-main or dps-ahead (they read dPsum as "
-              "f32)";
+           << "dps-fold=1 needs mma=wgmma with loads=tma, stats-in-acc=0 and "
+              "none of stats-shfl, stats-in-main or dps-ahead (they read "
+              "dPsum as f32)";
   int64_t statsAcc = statsInAcc >= 0 ? int64_t(statsInAcc)
                      : (tmaWgmma && bm == 128 && statsShfl != 1 && !foldOn)
                          ? 1
@@ -177,13 +177,13 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // Two staging buffers (two reducer warps) wherever they leave room for
   // two dS^T buffers; at D = 64 on 128-row Q tiles that is 231504 of
   // 232448 B (bench/NOTES.md section 19).
-  // (dps-fold's buffers count: at D = 64 its atoms leave room for one.)
+  // (dps-fold's 512 bytes count; at D = 64 they still fit.)
   auto sharedWith = [&](int64_t ds, int64_t dq) {
     WgmmaConfig c;
     c.tma = tma;
     c.dsBufs = ds;
     c.dqBufs = dq;
-    c.dpsFold = fold;
+    c.dpsFold = foldOn;
     return wgmmaSharedBytes(D, bm, c);
   };
   if (dqBufs == 0)
@@ -533,7 +533,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                           statsMain, pdlOn, warpProd, counted,
                           uniformWg == 1, dsTransOn,
                           dvBfOn, std::max<int64_t>(dpsAhead, 0),
-                          statsShfl == 1, fold};
+                          statsShfl == 1, foldOn};
   int64_t sharedBytes = useWgmma  ? wgmmaSharedBytes(D, bm, wgmmaConfig)
                         : useSync ? mmaSharedBytes(D)
                                   : 2 * kvBytes + 2 * pBytes;

@@ -247,24 +247,21 @@ void WgmmaMain::build() {
     });
     // dps-fold: both stages' buffers zeroed once (16 B a thread), so what
     // the TMA never writes is zeros for every step's wgmma, and the k-step's
-    // A written (16 bytes a row: Atoms, the first 8 rows start with two bf16
-    // -1.0; Rows, all 16 rows start with one); the proxy fence makes the
-    // stores visible to the async proxy (the TMA and the wgmmas) past the
-    // barrier.
-    if (config.dpsFold != DpsFold::Off) {
-      const int64_t kAtomChunks = 2 * L.dpsStageBytes() / 16,
+    // A written (16 bytes a row, each of the 16 rows starting with one bf16
+    // -1.0); the proxy fence makes the stores visible to the async proxy
+    // (the TMA and the wgmmas) past the barrier.
+    if (config.dpsFold) {
+      const int64_t kStageChunks = 2 * L.dpsStageBytes() / 16,
                     kOnesChunks = SmemLayout::kOnesABytes / 16;
-      g.when(g.lt(tid, g.idx(kAtomChunks + kOnesChunks)), [&] {
-        Value isAtom = g.lt(tid, g.idx(kAtomChunks));
-        Value ones = g.sub(tid, g.idx(kAtomChunks)); // chunk of onesA
+      g.when(g.lt(tid, g.idx(kStageChunks + kOnesChunks)), [&] {
+        Value isStage = g.lt(tid, g.idx(kStageChunks));
+        Value ones = g.sub(tid, g.idx(kStageChunks)); // chunk of onesA
         Value addr = arith::SelectOp::create(
-            b, loc, isAtom, g.add(at(L.dps(0)), g.mul(tid, g.idx(16))),
+            b, loc, isStage, g.add(at(L.dps(0)), g.mul(tid, g.idx(16))),
             g.add(at(L.onesA()), g.mul(ones, g.idx(16))));
-        const bool rows = config.dpsFold == DpsFold::Rows;
         Value first = arith::SelectOp::create(
-            b, loc,
-            g.andI(g.lt(ones, g.idx(rows ? 16 : 8)), g.lt(g.idx(-1), ones)),
-            w.c32(rows ? 0x0000BF80 : 0xBF80BF80), w.c32(0));
+            b, loc, g.andI(g.lt(ones, g.idx(16)), g.lt(g.idx(-1), ones)),
+            w.c32(0x0000BF80), w.c32(0));
         Value z = w.c32(0);
         Value v = vector::FromElementsOp::create(
             b, loc, VectorType::get({4}, w.i32), ValueRange{first, z, z, z});

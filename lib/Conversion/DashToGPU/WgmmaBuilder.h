@@ -99,20 +99,17 @@ struct SmemLayout {
   bool kvViaDs = false;
   /// dkdv-bulk: two more after those (EPI_FULL, EPI_EMPTY).
   bool dkdvBulk = false;
-  /// dps-fold, the B of dP^T's extra k-step (N-major, K = 16):
-  ///  * Atoms: one 1024-byte swizzle atom per 64 Q rows (a panel of the
-  ///    B), 8 k-rows of 64 bf16 (128 B), rows 0 and 1 dPsum's hi / lo by
-  ///    TMA, rows 2-7 zeros written once; rows 8-15 read the same atom again
-  ///    (SBO 0). A (onesA): -1 in K columns 0 and 1.
-  ///  * Rows: the hi row then the lo row of the stage's bm Q rows as the TMA
-  ///    copies them, then 128 bytes of zeros, read as unswizzled 8 x 16-byte
-  ///    core matrices: Q block n (8 rows) at 16 n (SBO 16), k-rows 0-7 at 16
-  ///    B steps (block n + r's hi: finite), k-rows 8-15 one LBO = 2 bm bytes
-  ///    on (the lo row). A: -1 in K columns 0 and 8.
-  /// Either way the other k-rows meet A's zeros, and A (onesA) is two
-  /// unswizzled K-major core matrices (K columns 0-7, 8-15) that every
-  /// 8-row group of the 64 KV rows reads (SBO 0).
-  DpsFold dpsFold = DpsFold::Off;
+  /// dps-fold, the B of dP^T's extra k-step (N-major, K = 16): the hi row
+  /// then the lo row of the stage's bm Q rows as the TMA copies them, then
+  /// 128 bytes of zeros, read as unswizzled 8 x 16-byte core matrices: Q
+  /// block n (8 rows) at 16 n (SBO 16), k-rows 0-7 at 16 B steps (block
+  /// n + r's hi: finite), k-rows 8-15 one LBO = 2 bm bytes on (the lo row).
+  /// A (onesA): -1 in K columns 0 and 8, zero against every other k-row;
+  /// two unswizzled K-major core matrices (K columns 0-7, 8-15) that every
+  /// 8-row group of the 64 KV rows reads (SBO 0). (A swizzled form, one
+  /// 1024-byte atom per 64 Q rows read with SBO 0, failed on the H100 with
+  /// CUDA_ERROR_LAUNCH_FAILED, bench/NOTES.md section 45, and was removed.)
+  bool dpsFold = false;
   int64_t mbarriers() const {
     return dkdvBulk  ? kNumMbarriersDkdvBulk
            : kvViaDs ? kNumMbarriersKvViaDs
@@ -153,28 +150,15 @@ struct SmemLayout {
       ok = ok && dQ(0) % 128 == 0 && dQ(dqBufs - 1) % 128 == 0 &&
            lse(0) % 128 == 0 && lse(1) % 128 == 0 && dps(0) % 128 == 0 &&
            dps(1) % 128 == 0;
-    if (dpsFold != DpsFold::Off)
-      ok = ok && onesA() % 128 == 0 &&
-           dps(0) % (dpsFold == DpsFold::Atoms ? kDpsAtomBytes : 128) == 0;
+    if (dpsFold)
+      ok = ok && onesA() % 128 == 0 && dps(0) % 128 == 0;
     return ok;
   }
-  /// dps-fold puts the atoms first (dQ's end is 1024-aligned), lse_log2
-  /// after them.
-  static constexpr int64_t kDpsAtomBytes = 1024;
-  /// A stage of dPsum: bm f32, bm / 64 atoms, or the two bf16 rows and
-  /// 128 bytes of zeros (what the last Q block's k-rows 9-15 read).
-  int64_t dpsStageBytes() const {
-    switch (dpsFold) {
-    case DpsFold::Atoms:
-      return bm / 64 * kDpsAtomBytes;
-    case DpsFold::Rows:
-      return bm * 4 + 128;
-    case DpsFold::Off:
-      break;
-    }
-    return bm * 4;
-  }
-  bool folded() const { return dpsFold != DpsFold::Off; }
+  /// A stage of dPsum: bm f32, or (dps-fold, placed before lse_log2) the two
+  /// bf16 rows and 128 bytes of zeros (what the last Q block's k-rows 9-15
+  /// read).
+  int64_t dpsStageBytes() const { return dpsFold ? bm * 4 + 128 : bm * 4; }
+  bool folded() const { return dpsFold; }
   int64_t lse(int64_t buf) const {
     return (folded() ? dQ(dqBufs) + 2 * dpsStageBytes() : dQ(dqBufs)) +
            buf * bm * 4;

@@ -30,7 +30,7 @@ struct MmaStep {
         negInvScaleLog2(walk.negInvScaleLog2), th(walk.th), step(step),
         acc(acc), dqN(mw.dqParts().partCols()), earlySt(mw.config.earlySt),
         statsAhead(bm == 64), shfl(config.statsShfl),
-        fold(config.dpsFold != DpsFold::Off), blk(bm / 64),
+        fold(config.dpsFold), blk(bm / 64),
         perChunk(bm / 2 / config.exp2Chunks), dsWaitAfter(config.dsInPassWait),
         dsFused(dsWaitAfter >= 0),
         dpsAt(dsFused && config.dpsAhead > 0 && config.dpsAhead <= dsWaitAfter
@@ -95,10 +95,9 @@ struct MmaStep {
   Value accStart(Value base, Value times);
   /// dps-fold: dP^T's extra k-step, in its group, subtracts dPsum:
   /// A (onesA) is -1 where B holds dPsum's hi and lo for the stage's
-  /// Q rows, and zero against every other k-row (SmemLayout has both
-  /// forms: 1, atoms one LBO apart, SBO 0; 2, the rows as copied,
-  /// unswizzled, SBO 16 along Q, the lo row one LBO on). (With A in
-  /// registers ptxas ends the group before it and waits for all of
+  /// Q rows, and zero against every other k-row (SmemLayout: the rows as
+  /// copied, unswizzled, SBO 16 along Q, the lo row one LBO on). (With A
+  /// in registers ptxas ends the group before it and waits for all of
   /// dP^T at once.)
   Value foldDps(Value acc);
   /// wg-turns: the turn to the other warpgroup.
@@ -555,11 +554,8 @@ Value MmaStep::accStart(Value base, Value times) {
 Value MmaStep::foldDps(Value acc) {
   Value stage = mw.dpsStage(buf);
   Value ones = mw.at(L.onesA());
-  Value bDesc = config.dpsFold == DpsFold::Rows
-                    ? w.descAt(w.desc(stage, /*LBO: the lo row*/ 2 * bm), 0,
-                               /*sboBytes=*/16, /*swizzle128=*/false)
-                    : w.descAt(w.desc(stage, L.kDpsAtomBytes), 0,
-                               /*sboBytes=*/0);
+  Value bDesc = w.descAt(w.desc(stage, /*LBO: the lo row*/ 2 * bm), 0,
+                         /*sboBytes=*/16, /*swizzle128=*/false);
   return w.wgmma(acc,
                  w.descAt(w.desc(ones, /*LBO: K core matrices*/ 128), 0,
                           /*sboBytes=*/0, /*swizzle128=*/false),

@@ -89,19 +89,13 @@ void WgmmaMain::emitProducer() {
         Value vOff = g.mul(stage, g.idx(bm * 4));
         w.tmaRowVector(kTensorMapLse2, g.add(at(L.lse(0)), vOff), it.bb, q0,
                        it.h, full);
-        // dps-fold: the hi / lo rows, 1 as a [2][64] bf16 box per 64 Q rows
-        // (128B-swizzled: the same bytes in all) into k-rows 0 and 1 of the
-        // stage's atoms, 2 as one [2][bm] box, unswizzled, as it comes.
-        if (config.dpsFold != DpsFold::Off) {
-          const int64_t copies =
-              config.dpsFold == DpsFold::Atoms ? bm / 64 : 1;
-          for (int64_t p = 0; p < copies; ++p)
-            w.tmaLoad(w.tensorMap(kTensorMapDPsum),
-                      g.add(dpsStage(stage), g.idx(p * L.kDpsAtomBytes)),
-                      {w.i32of(g.add(q0, g.idx(64 * p))), w.c32(0),
-                       w.i32of(it.h), w.i32of(it.bb)},
-                      full);
-        } else
+        // dps-fold: the hi / lo rows as one [2][bm] box, unswizzled, as it
+        // comes.
+        if (config.dpsFold)
+          w.tmaLoad(w.tensorMap(kTensorMapDPsum), dpsStage(stage),
+                    {w.i32of(q0), w.c32(0), w.i32of(it.h), w.i32of(it.bb)},
+                    full);
+        else
           w.tmaRowVector(kTensorMapDPsum, g.add(at(L.dps(0)), vOff), it.bb,
                          q0, it.h, full);
         // The item's first step's copies are out.

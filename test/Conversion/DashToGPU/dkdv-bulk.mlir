@@ -20,17 +20,17 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dkdv-bulk=1 kv-via-ds=1" 2>&1 | FileCheck %s --check-prefix=KVDS
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dkdv-bulk=2" 2>&1 | FileCheck %s --check-prefix=RANGE
 
-// CHECK: dash.config = {{{.*}}deterministic = false, dkdv_bulk = true{{.*}}shared_bytes = 231536 : i64
+// CHECK: dash.config = {{{.*}}deterministic = false, dkdv_bulk = true{{.*}}shared_bytes = 232048 : i64
 // CHECK: gpu.func @dash_bwd_main({{.*}}%arg16: memref<144xi64> {dash.name = "tensor_maps"})
 // Two more mbarriers in slots 8 and 9 (after kv-via-ds's, unused here):
-// EPI_FULL (231488) waits for the 256 MMA threads, EPI_EMPTY (231496) for
+// EPI_FULL (232000) waits for the 256 MMA threads, EPI_EMPTY (232008) for
 // the storer's one arrival.
 // CHECK-COUNT-6: nvvm.mbarrier.init
-// CHECK-NEXT: %[[EF:.*]] = arith.addi %{{.*}}, %c231488 : index
+// CHECK-NEXT: %[[EF:.*]] = arith.addi %{{.*}}, %c232000 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: llvm.inttoptr
 // CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %c256_i32
-// CHECK-NEXT: arith.addi %{{.*}}, %c231496 : index
+// CHECK-NEXT: arith.addi %{{.*}}, %c232008 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: llvm.inttoptr
 // CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %c1_i32
@@ -44,7 +44,7 @@
 // before, both warpgroups past their
 // last dQ, then eight 16-byte stores a thread at swizzled chunks, the proxy
 // fence and the EPI_FULL arrival.
-// CHECK: arith.addi %{{.*}}, %c231496 : index
+// CHECK: arith.addi %{{.*}}, %c232008 : index
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32 : i32, i32)
 // CHECK: arith.addi %{{.*}}, %c16384 : index
@@ -52,7 +52,7 @@
 // CHECK: nvvm.inline_ptx "st.shared.v4.b32 [$0], {$1, $2, $3, $4};"
 // CHECK-COUNT-7: nvvm.inline_ptx "st.shared.v4.b32 [$0], {$1, $2, $3, $4};"
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// CHECK-NEXT: arith.addi %{{.*}}, %c231488 : index
+// CHECK-NEXT: arith.addi %{{.*}}, %c232000 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: llvm.inttoptr
 // CHECK-NEXT: nvvm.mbarrier.arrive
@@ -75,7 +75,7 @@
 // CHECK-NEXT: %[[FREE:.*]] = arith.andi %[[STORE]], %[[LATER]] : i1
 // CHECK-NEXT: scf.if %[[FREE]] {
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
-// CHECK-NEXT: arith.addi %{{.*}}, %c231496 : index
+// CHECK-NEXT: arith.addi %{{.*}}, %c232008 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: llvm.inttoptr
 // CHECK-NEXT: nvvm.mbarrier.arrive
@@ -85,9 +85,9 @@
 // CHECK-NEXT: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c12_i32, %c288_i32 : i32, i32)
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.if %[[STORE]] {
-// CHECK-NEXT: arith.addi %{{.*}}, %c231488 : index
+// CHECK-NEXT: arith.addi %{{.*}}, %c232000 : index
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: arith.addi %{{.*}}, %c231456 : index
+// CHECK: arith.addi %{{.*}}, %c231968 : index
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: %[[L1:.*]] = arith.addi %{{.*}}, %c1 : index
 // CHECK-NEXT: %[[F:.*]] = arith.addi %{{.*}}, %[[L1]] : index
@@ -106,7 +106,7 @@
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0
 // CHECK: gpu.func @dash_bwd_postprocess(
 
-// DET: dash.config = {{{.*}}dkdv_bulk = false{{.*}}shared_bytes = 231504 : i64
+// DET: dash.config = {{{.*}}dkdv_bulk = false{{.*}}shared_bytes = 232016 : i64
 // DET: gpu.func @dash_bwd_main({{.*}}%arg16: memref<112xi64> {dash.name = "tensor_maps"})
 // DET-COUNT-6: nvvm.mbarrier.init
 // DET-NOT: nvvm.mbarrier.init

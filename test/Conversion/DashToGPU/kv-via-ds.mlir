@@ -13,38 +13,38 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=kv-via-ds=1 early-kv=0" 2>&1 | FileCheck %s --check-prefix=NOEARLY
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=kv-via-ds=2" 2>&1 | FileCheck %s --check-prefix=RANGE
 
-// CHECK: dash.config = {{{.*}}early_kv = true{{.*}}kv_via_ds = true{{.*}}shared_bytes = 231520 : i64
+// CHECK: dash.config = {{{.*}}early_kv = true{{.*}}kv_via_ds = true{{.*}}shared_bytes = 232032 : i64
 // A shared-to-shared bulk copy is an illegal instruction outside a cluster:
 // the main kernel is a cluster of one by its own attribute.
 // CHECK: gpu.func @dash_bwd_main({{.*}} attributes {nvvm.cluster_dim = array<i32: 1, 1, 1>,
 // CHECK-COUNT-8: nvvm.mbarrier.init
 // CHECK-NOT: nvvm.mbarrier.init
 // The MMA walk: right after the dS^T barrier, the walk's last step arrives on
-// EMPTY_DS (shared byte 231472 of the window: mbarrier 6).
+// EMPTY_DS (shared byte 231984 of the window: mbarrier 6).
 // CHECK: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32 : i32, i32)
 // CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[STEP:.*]], %c1 : index
 // CHECK-NEXT: %[[LAST:.*]] = arith.cmpi eq, %[[NEXT]], %{{.*}} : index
 // CHECK-NEXT: scf.if %[[LAST]] {
-// CHECK-NEXT: %[[EDS:.*]] = arith.addi %{{.*}}, %c231472 : index
+// CHECK-NEXT: %[[EDS:.*]] = arith.addi %{{.*}}, %c231984 : index
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.wgmma.fence.aligned
 // The producer, per item: the dS^T buffer of the unit's step `first`
 // (98304 + 32768 (first % 2)), EMPTY_DS, K and V into it on FULL_DS
-// (231480: mbarrier 7), step 0's copies, EMPTY_KV, FULL_DS, then the bulk
+// (231992: mbarrier 7), step 0's copies, EMPTY_KV, FULL_DS, then the bulk
 // copy of both tiles to the K/V tiles (window byte 0) on FULL_KV, its
 // operands 32-bit shared::cta addresses.
-// CHECK: arith.addi %{{.*}}, %c231456 : index
+// CHECK: arith.addi %{{.*}}, %c231968 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: %[[FULLKV:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
 // CHECK: %[[DS0:.*]] = arith.addi %{{.*}}, %c98304 : index
 // CHECK-NEXT: %[[PAR:.*]] = arith.remui %[[FIRST:.*]], %c2 : index
 // CHECK-NEXT: %[[OFF:.*]] = arith.muli %[[PAR]], %c32768 : index
 // CHECK-NEXT: %[[DS:.*]] = arith.addi %[[DS0]], %[[OFF]] : index
-// CHECK: arith.addi %{{.*}}, %c231480 : index
+// CHECK: arith.addi %{{.*}}, %c231992 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: %[[FULLDS:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
-// CHECK: arith.addi %{{.*}}, %c231472 : index
+// CHECK: arith.addi %{{.*}}, %c231984 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: %[[EMPTYDS:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
 // CHECK: nvvm.mbarrier.try_wait.parity %[[EMPTYDS]], %[[NOTPAR:.*]], %c10000000_i32
@@ -56,7 +56,7 @@
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULLDS]]
 // CHECK: scf.if
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c33792_i32
-// CHECK: arith.addi %{{.*}}, %c231464 : index
+// CHECK: arith.addi %{{.*}}, %c231976 : index
 // CHECK-NEXT: arith.index_cast
 // CHECK-NEXT: %[[EMPTYKV:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
 // CHECK-NEXT: nvvm.mbarrier.try_wait.parity %[[EMPTYKV]], %[[NOTPAR]], %c10000000_i32
@@ -69,7 +69,7 @@
 // CHECK-NEXT: nvvm.inline_ptx "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];" ro(%[[K32]], %[[DS32]], %c32768_i32, %[[BAR32]] : i32, i32, i32, i32)
 // CHECK: gpu.func @dash_bwd_postprocess(
 
-// DEFAULT: dash.config = {{{.*}}early_kv = true{{.*}}kv_via_ds = false{{.*}}shared_bytes = 231504 : i64
+// DEFAULT: dash.config = {{{.*}}early_kv = true{{.*}}kv_via_ds = false{{.*}}shared_bytes = 232016 : i64
 // DEFAULT: gpu.func @dash_bwd_main({{.*}} attributes {nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32} {
 // DEFAULT-COUNT-6: nvvm.mbarrier.init
 // DEFAULT-NOT: nvvm.mbarrier.init

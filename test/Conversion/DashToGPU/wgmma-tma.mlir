@@ -24,11 +24,11 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dq-buffers=3" 2>&1 | FileCheck %s --check-prefix=DQ3
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=loads=cp-async dq-buffers=1" 2>&1 | FileCheck %s --check-prefix=DQ1CPASYNC
 // Row statistics as accumulator starts (stats-in-acc): the default at D = 64
-// (1): dP^T's accumulator starts at the thread's dPsum pairs (loaded after
+// without dps-fold (1): dP^T's accumulator starts at the thread's dPsum pairs (loaded after
 // S^T is issued) and its products are subtracted (scale-a -1), so dS = -P
 // acc; 0: dPsum in the dS pass (the D = 128 default); 2: S^T's also starts
 // at lse_log2 * (-1 / c). Bad values and cp.async kernels are refused.
-// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=STATS1
+// RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-fold=0" --canonicalize --cse | FileCheck %s --check-prefix=STATS1
 // RUN: sed 's/x128xbf16/x64xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-in-acc=0" --canonicalize --cse | FileCheck %s --check-prefix=STATS0
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-in-acc=2" --canonicalize --cse | FileCheck %s --check-prefix=STATS2
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=stats-in-acc=3" 2>&1 | FileCheck %s --check-prefix=STATSBAD
@@ -361,7 +361,7 @@
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
 // DS1: nvvm.stmatrix
 // DS1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c1_i32, %c256_i32
-// DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 198728 : i64
+// DQ1: block_m = 128 : i64{{.*}}dq_buffers = 1 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 199240 : i64
 // DQ1: gpu.func @dash_bwd_main(
 // One barrier between the MMA warpgroups per step (two dS^T buffers).
 // DQ1: scf.for
@@ -380,7 +380,7 @@
 // DQ1: nvvm.inline_ptx "barrier.sync $0, $1;" ro(%c5_i32, %c160_i32
 // DQ1: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
 // DQ1: "{{.*}}@!p cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], $2;\0A}" ro(%{{.*}}, %{{.*}}, %c16384_i32
-// DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 231504 : i64
+// DQ2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 232016 : i64
 // DQ3: error: 'dash.scheduled_attention_bwd' op dq-buffers must be 1 or 2, or 0 for the default (got 3)
 // DQ1CPASYNC: error: 'dash.scheduled_attention_bwd' op dq-buffers=1 needs mma=wgmma with loads=tma
 // STATS1: stats_in_acc = 1 : i64
@@ -411,7 +411,7 @@
 // STATSBAD: error: 'dash.scheduled_attention_bwd' op stats-in-acc must be 0, 1 or 2, or -1 for the default (got 3)
 // STATSCPASYNC: error: 'dash.scheduled_attention_bwd' op stats-in-acc=1 needs mma=wgmma with loads=tma
 
-// SPLIT: dq_buffers = 1 : i64{{.*}}dq_kv_split = true{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 165960 : i64
+// SPLIT: dq_buffers = 1 : i64{{.*}}dq_kv_split = true{{.*}}ds_buffers = 1 : i64{{.*}}shared_bytes = 166472 : i64
 // SPLIT: gpu.func @dash_bwd_main(
 // SPLIT: scf.for
 // SPLIT-NOT: ro(%c1_i32, %c256_i32
@@ -483,7 +483,7 @@
 // REGSSYNC: error: 'dash.scheduled_attention_bwd' op mma-regs needs mma=wgmma (the sync kernels do not split registers by role)
 // REGSBAD: error: 'dash.scheduled_attention_bwd' op mma-regs must be 240 or 232, or 0 for the default (got 248)
 // DS2CPASYNC: error: 'dash.scheduled_attention_bwd' op ds-buffers=2 needs mma=wgmma with loads=tma
-// DS2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 231504 : i64
+// DS2D64: block_m = 128 : i64{{.*}}dq_buffers = 2 : i64{{.*}}ds_buffers = 2 : i64{{.*}}shared_bytes = 232016 : i64
 
 // EARLYKV: dash.config = {{{.*}}early_kv = true
 // EARLYKV: nvvm.setmaxregister  increase 232
