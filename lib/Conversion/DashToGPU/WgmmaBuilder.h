@@ -124,7 +124,17 @@ struct SmemLayout {
   int64_t dO(int64_t buf) const { return q(2) + buf * qBytes(); }
   int64_t dsBytes() const { return kBn * bm * 2; }
   int64_t dsT(int64_t buf = 0) const { return dO(2) + buf * dsBytes(); }
-  int64_t dQ(int64_t buf = 0) const { return dsT(dsBufs) + buf * dQBytes(); }
+  /// dps-fold's A (onesA) and its two dPsum stages sit between the dS^T and
+  /// the dQ staging buffers: compute-sanitizer checks each wgmma operand as
+  /// a dense tile from its start (m64 x k16 bf16: 2048 bytes for A, bm x 16
+  /// for B) although the descriptors read 256 and 4 bm + 128 of them, and
+  /// dQ's 32+ KiB keep those tiles inside the allocation.
+  int64_t foldBytes() const {
+    return dpsFold ? kOnesABytes + 2 * dpsStageBytes() : 0;
+  }
+  int64_t dQ(int64_t buf = 0) const {
+    return dsT(dsBufs) + foldBytes() + buf * dQBytes();
+  }
   /// The f32 dQ staging tile. TMA kernels: two parts, one per MMA
   /// warpgroup (its 64 rows x dQ columns of the tile: D/2 columns when the
   /// warpgroups split dQ by columns, all D when they split it by rows, at
@@ -154,22 +164,18 @@ struct SmemLayout {
       ok = ok && onesA() % 128 == 0 && dps(0) % 128 == 0;
     return ok;
   }
-  /// A stage of dPsum: bm f32, or (dps-fold, placed before lse_log2) the two
-  /// bf16 rows and 128 bytes of zeros (what the last Q block's k-rows 9-15
+  /// A stage of dPsum: bm f32, or (dps-fold, after onesA) the two bf16 rows and 128 bytes of zeros (what the last Q block's k-rows 9-15
   /// read).
   int64_t dpsStageBytes() const { return dpsFold ? bm * 4 + 128 : bm * 4; }
   bool folded() const { return dpsFold; }
-  int64_t lse(int64_t buf) const {
-    return (folded() ? dQ(dqBufs) + 2 * dpsStageBytes() : dQ(dqBufs)) +
-           buf * bm * 4;
-  }
+  int64_t lse(int64_t buf) const { return dQ(dqBufs) + buf * bm * 4; }
   int64_t dps(int64_t buf) const {
-    return folded() ? dQ(dqBufs) + buf * dpsStageBytes()
+    return folded() ? onesA() + kOnesABytes + buf * dpsStageBytes()
                     : lse(2) + buf * bm * 4;
   }
   static constexpr int64_t kOnesABytes = 256;
-  int64_t onesA() const { return lse(2); }
-  int64_t statsEnd() const { return folded() ? onesA() + kOnesABytes : dps(2); }
+  int64_t onesA() const { return dsT(dsBufs); }
+  int64_t statsEnd() const { return folded() ? lse(2) : dps(2); }
   int64_t bar(int i) const { return (statsEnd() + 7) / 8 * 8 + 8 * i; }
   /// TMA kernels: the step in stage `buf` as two i32 (its Q tile index and,
   /// deterministic kernels, its rank), written by the producer before its

@@ -109,6 +109,14 @@
 // D64-SAME: shared_bytes = 232016
 // D64-SAME: stats_in_acc = 0
 // D64-LABEL: gpu.func @dash_bwd_main
+// The layout: A (onesA, 256 B) right after the two dS^T buffers (163840),
+// then the two 640-byte stages (164096), then dQ's staging (165376), so that
+// compute-sanitizer's dense view of each operand (2048 B from A, bm x 16
+// bf16 from a stage) stays inside the allocation.
+// D64: %c165376 = arith.constant 165376 : index
+// D64: %[[STAGES:.*]] = arith.addi %{{.*}}, %c164096 : index
+// D64: %[[ONES:.*]] = arith.addi %{{.*}}, %c163840 : index
+// D64: nvvm.fence.proxy
 // D64-COUNT-4: nvvm.wgmma.mma_async {{.*}}, D[<f32>, <{{zero|one}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // D64-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // D64-COUNT-4: nvvm.wgmma.mma_async {{.*}}, D[<f32>, <{{zero|one}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
