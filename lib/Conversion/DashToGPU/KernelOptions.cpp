@@ -176,8 +176,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   int64_t dqBufs = dqBuffers;
   // Two staging buffers (two reducer warps) wherever they leave room for
   // two dS^T buffers; at D = 64 on 128-row Q tiles that is 231504 of
-  // 232448 B (bench/NOTES.md section 19).
-  // (dps-fold's 512 bytes count; at D = 64 they still fit.)
+  // 232448 B (bench/NOTES.md section 19), 232016 with dps-fold's 512.
   auto sharedWith = [&](int64_t ds, int64_t dq) {
     WgmmaConfig c;
     c.tma = tma;

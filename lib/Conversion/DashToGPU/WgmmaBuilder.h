@@ -164,8 +164,8 @@ struct SmemLayout {
       ok = ok && onesA() % 128 == 0 && dps(0) % 128 == 0;
     return ok;
   }
-  /// A stage of dPsum: bm f32, or (dps-fold, after onesA) the two bf16 rows and 128 bytes of zeros (what the last Q block's k-rows 9-15
-  /// read).
+  /// A stage of dPsum: bm f32, or (dps-fold, after onesA) the two bf16
+  /// rows and 128 bytes of zeros (what the last Q block's k-rows 9-15 read).
   int64_t dpsStageBytes() const { return dpsFold ? bm * 4 + 128 : bm * 4; }
   bool folded() const { return dpsFold; }
   int64_t lse(int64_t buf) const { return dQ(dqBufs) + buf * bm * 4; }
