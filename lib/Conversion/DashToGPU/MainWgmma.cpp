@@ -91,6 +91,8 @@ WgmmaMain::WgmmaMain(OpBuilder &b, Location loc, ArrayRef<Type> argTypes,
                     b.getDenseI32ArrayAttr({1, 1, 1}));
   assert(w.L.swizzleAligned() &&
          "a shared buffer off its swizzle atom or its TMA alignment");
+  assert(w.L.foldTilesInside() &&
+         "dps-fold's operand tiles past the end of shared memory");
 
   // The 1024-aligned shared window (a constant address). Its alignment is
   // declared; thread 0 traps if a loader ever placed it otherwise (every

@@ -164,6 +164,13 @@ struct SmemLayout {
       ok = ok && onesA() % 128 == 0 && dps(0) % 128 == 0;
     return ok;
   }
+  /// dps-fold's k-step operands, seen as compute-sanitizer sees them (a
+  /// dense m64 x k16 bf16 A from onesA, a dense bm x k16 bf16 B from each
+  /// stage), end inside the layout (see dQ()).
+  bool foldTilesInside() const {
+    return !dpsFold || (onesA() + 64 * 16 * 2 <= end() &&
+                        dps(1) + bm * 16 * 2 <= end());
+  }
   /// A stage of dPsum: bm f32, or (dps-fold, after onesA) the two bf16
   /// rows and 128 bytes of zeros (what the last Q block's k-rows 9-15 read).
   int64_t dpsStageBytes() const { return dpsFold ? bm * 4 + 128 : bm * 4; }
