@@ -174,15 +174,14 @@ struct SmemLayout {
   /// A stage of dPsum: bm f32, or (dps-fold, after onesA) the two bf16
   /// rows and 128 bytes of zeros (what the last Q block's k-rows 9-15 read).
   int64_t dpsStageBytes() const { return dpsFold ? bm * 4 + 128 : bm * 4; }
-  bool folded() const { return dpsFold; }
   int64_t lse(int64_t buf) const { return dQ(dqBufs) + buf * bm * 4; }
   int64_t dps(int64_t buf) const {
-    return folded() ? onesA() + kOnesABytes + buf * dpsStageBytes()
-                    : lse(2) + buf * bm * 4;
+    return dpsFold ? onesA() + kOnesABytes + buf * dpsStageBytes()
+                   : lse(2) + buf * bm * 4;
   }
   static constexpr int64_t kOnesABytes = 256;
   int64_t onesA() const { return dsT(dsBufs); }
-  int64_t statsEnd() const { return folded() ? lse(2) : dps(2); }
+  int64_t statsEnd() const { return dpsFold ? lse(2) : dps(2); }
   int64_t bar(int i) const { return (statsEnd() + 7) / 8 * 8 + 8 * i; }
   /// TMA kernels: the step in stage `buf` as two i32 (its Q tile index and,
   /// deterministic kernels, its rank), written by the producer before its
