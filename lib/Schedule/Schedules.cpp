@@ -117,8 +117,10 @@ int64_t visitQTile(const Problem &p, Policy policy, int64_t b, int64_t h,
     int64_t i = j - w.F;
     int64_t rs = s * (w.F + w.R - 1); // rectangle [rs, M): every long tile
     int64_t rect = m - rs;
+    // Long tile i starts s*i rows in, so a row's visits are s steps apart
+    // here as in the triangle (s*i < rect: docs/Scheduling.md §3).
     if (step < rect)
-      return rs + mod(i + step, rect);
+      return rs + mod(s * i + step, rect);
     return s * j + (step - rect); // own triangle [s*p, rs), ascending
   }
   case Policy::Auto:
@@ -155,8 +157,8 @@ int64_t rankOf(const Problem &p, Policy policy, int64_t b, int64_t h, int64_t j,
     if (!isLong)
       return e + w.R + (w.R - 1 - i);
     int64_t rs = s * (w.F + w.R - 1);
-    if (q >= rs)
-      return e + mod(std::min(q - rs, w.R - 1) - i, w.R);
+    if (q >= rs) // the tiles reach row q in the order i = floor((q-rs)/s), i-1, .. (mod R)
+      return e + mod(std::min((q - rs) / s, w.R - 1) - i, w.R);
     return e + q / s - pair;
   }
   case Policy::Auto:

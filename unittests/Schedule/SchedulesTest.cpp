@@ -137,7 +137,8 @@ TEST(Ranks, PermutationOnEveryRow) {
 
 // The persistent schedules' ranks, re-derived by brute force: within one
 // head, order the covering KV tiles of a row by (wave, step at which the
-// unit reaches the row). That is the zero-wait order of the DAG lemma.
+// unit reaches the row). That is the zero-wait order of the DAG lemma. For
+// symmetric-shift also the spacing of a row's long-tile visits.
 TEST(Ranks, ShiftRanksFollowWaveAndStep) {
   std::vector<Problem> all = sweep::randomProblems(1500, 5);
   for (const Problem &p : sweep::symmetricProblems(600, 6))
@@ -172,11 +173,21 @@ TEST(Ranks, ShiftRanksFollowWaveAndStep) {
             std::sort(js.begin(), js.end(), [&](int64_t x, int64_t y) {
               return key[x][q] < key[y][q];
             });
-            for (size_t r = 0; r < js.size(); ++r, ++checked)
+            for (size_t r = 0; r < js.size(); ++r, ++checked) {
               ASSERT_EQ(rankOf(p, policy, b, h, js[r], q),
                         static_cast<int64_t>(r))
                   << policyName(policy) << " N=" << n << " G=" << p.numUnits
                   << " q=" << q;
+              // symmetric-shift: a row's long-tile visits within a wave
+              // are s steps apart (the rectangle starts tile i s*i rows
+              // in), so each rank waits on an add issued s steps before.
+              if (policy == Policy::SymmetricShift && r > 0 &&
+                  js[r] < n / 2 && js[r - 1] < n / 2 &&
+                  key[js[r]][q].first == key[js[r - 1]][q].first)
+                ASSERT_GE(key[js[r]][q].second - key[js[r - 1]][q].second,
+                          stride(p))
+                    << "N=" << n << " G=" << p.numUnits << " q=" << q;
+            }
           }
         }
     }

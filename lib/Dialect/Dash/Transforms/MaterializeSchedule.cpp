@@ -59,6 +59,11 @@ struct IndexMath {
   Value modNonNeg(Value x, Value y) {
     return b.createOrFold<arith::RemUIOp>(loc, x, y);
   }
+  /// x / y for x >= 0, y > 0: one unsigned division (a shift for powers
+  /// of two).
+  Value divNonNeg(Value x, Value y) {
+    return b.createOrFold<arith::DivUIOp>(loc, x, y);
+  }
   /// x mod y for -y < x < y, y > 0: no division at all.
   Value modNear(Value x, Value y) {
     return select(lt(x, c(0)), add(x, y), x);
@@ -145,7 +150,8 @@ public:
       Value i = x.sub(pair, w.F);
       Value rs = x.mul(s, x.sub(x.add(w.F, w.R), x.c(1)));
       Value rect = x.sub(z.M, rs);
-      Value inRect = x.add(rs, x.modNonNeg(x.add(i, step), rect)); // i >= 0
+      // s*i < rect: the long tiles start s rows apart (lib/Schedule).
+      Value inRect = x.add(rs, x.modNonNeg(x.add(x.mul(s, i), step), rect));
       Value inTri = x.add(x.mul(s, pair), x.sub(step, rect));
       Value longQ = x.select(x.lt(step, rect), inRect, inTri);
       Value shortQ = x.sub(lastQ, step);
@@ -187,8 +193,9 @@ public:
       Value e = x.add(w.F, x.max(x.c(0), fromShort));
       Value shortRank = x.add(e, x.add(w.R, x.sub(x.sub(w.R, x.c(1)), i)));
       Value rs = x.mul(s, x.sub(x.add(w.F, w.R), x.c(1)));
-      Value rectOff = x.sub(x.min(x.sub(q, rs), x.sub(w.R, x.c(1))), i);
-      // Where it is taken (q >= rs): -R < rectOff < R.
+      // Where it is taken (q >= rs): q - rs >= 0 and -R < rectOff < R.
+      Value rectOff =
+          x.sub(x.min(x.divNonNeg(x.sub(q, rs), s), x.sub(w.R, x.c(1))), i);
       Value rectRank = x.add(e, x.modNear(rectOff, w.R));
       Value triRank = x.add(e, x.sub(x.floorDiv(q, s), pair));
       Value longRank = x.select(x.lt(q, rs), triRank, rectRank);
