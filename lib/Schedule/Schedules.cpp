@@ -157,7 +157,9 @@ int64_t rankOf(const Problem &p, Policy policy, int64_t b, int64_t h, int64_t j,
     if (!isLong)
       return e + w.R + (w.R - 1 - i);
     int64_t rs = s * (w.F + w.R - 1);
-    if (q >= rs) // the tiles reach row q in the order i = floor((q-rs)/s), i-1, .. (mod R)
+    // Rectangle rows: tile i = min(floor((q-rs)/s), R-1) arrives first,
+    // then each lower i (mod R), at least s steps apart.
+    if (q >= rs)
       return e + mod(std::min((q - rs) / s, w.R - 1) - i, w.R);
     return e + q / s - pair;
   }
