@@ -179,8 +179,9 @@ TEST(Ranks, ShiftRanksFollowWaveAndStep) {
                   << policyName(policy) << " N=" << n << " G=" << p.numUnits
                   << " q=" << q;
               // symmetric-shift: a row's long-tile visits within a wave
-              // are s steps apart (the rectangle starts tile i s*i rows
-              // in), so each rank waits on an add issued s steps before.
+              // are at least s steps apart (the rectangle starts tile i
+              // s*i rows in), so each rank waits on an add issued at least
+              // s steps before.
               if (policy == Policy::SymmetricShift && r > 0 &&
                   js[r] < n / 2 && js[r - 1] < n / 2 &&
                   key[js[r]][q].first == key[js[r - 1]][q].first)

@@ -11,7 +11,7 @@
 // RUN: dash-opt %s --dash-schedule="policy=symmetric-shift num-units=13" --dash-materialize-schedule --dash-check-schedule 2>&1 | FileCheck %s
 // RUN: dash-opt %s --dash-schedule="policy=symmetric-shift num-units=36" --dash-materialize-schedule --dash-check-schedule 2>&1 | FileCheck %s
 
-// 6 heads x 6 pairs x s*(N+1) = 26 tasks.
+// 36 pairs of s*(N+1) = 26 tasks each.
 // CHECK: remark: schedule 'symmetric_shift' matches lib/Schedule on 936 tasks
 // CHECK-NOT: error
 
