@@ -189,7 +189,7 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "exp2 (c + min(p, 0) = c), so ptxas cannot hoist every FFMA of "
            "the pass ahead of its MUFU.EX2s; N must "
            "divide the thread's S^T values (64 at D = 64, 32 at D = 128); 1 "
-           "is one pass; -1: the default (8 at 128-row Q tiles, 4 in causal "
+           "is one pass; -1: the default (8 at 128-row Q tiles and in causal "
            "TMA kernels on 64-row tiles, else 1)">,
     Option<"dsInPass", "ds-in-pass", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 computes dS = P (dP - dPsum) inside "

@@ -274,14 +274,14 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   // times bm Q columns, over 128 threads). Default: 8 chunks at 128-row Q
   // tiles (D = 64: +1.2..+2.4% deterministic in all six cells measured),
   // one pass at 64 (D = 128: within noise; bench/NOTES.md section 22),
-  // except 4 in causal TMA kernels there, which also default to ds-in-pass
-  // (the pair measured below).
+  // except in causal TMA kernels there, which also default to ds-in-pass:
+  // 8 chunks of 4 values (+0.7..+1.4% against 4 chunks on FA3's operand
+  // order; bench/NOTES.md section 48).
   const bool causalRows64 =
       tmaWgmma && bm == 64 && op.getMask() == Mask::Causal;
   int64_t chunks = exp2Chunks >= 0 ? int64_t(exp2Chunks)
-                   : useWgmma && bm == 128 ? 8
-                   : causalRows64          ? 4
-                                           : 1;
+                   : useWgmma && (bm == 128 || causalRows64) ? 8
+                                                             : 1;
   if (chunks == 0 || (chunks > 1 && !(useWgmma && (bm / 2) % chunks == 0)))
     return op.emitOpError()
            << "exp2-chunks=" << chunks << " needs mma=wgmma and must divide "
@@ -350,7 +350,7 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
                                "or dq-kv-split=1";
   // Default: on at 128-row Q tiles (D = 64 deterministic: +2.4..+6.9% with
   // the wait halfway, bench/NOTES.md section 29) and in causal kernels on
-  // 64-row tiles with the pass in 4 chunks (D = 128 deterministic:
+  // 64-row tiles with the pass in chunks (D = 128 deterministic, 4 chunks:
   // +0.5..+2.0% in all six readings, section 30; full masks -2.8..+0.7%,
   // one pass -0.3..-2.7%); not with dq-kv-split (unmeasured). The
   // non-deterministic kernels gain it with the rest of the deterministic

@@ -5,7 +5,7 @@
 // and yields P's and dS's bf16 pairs, so ptxas schedules the dS math under
 // the pass's exp2s in one block. Default: on at 128-row Q tiles (D = 64,
 // 8 chunks, the wait after 4) and in causal kernels on 64-row tiles (D =
-// 128, 4 chunks, the wait after 2), deterministic or not; off in D = 128
+// 128, 8 chunks, the wait after 4), deterministic or not; off in D = 128
 // full-mask kernels, where the wait and the dS pass follow the branch's
 // join.
 // RUN: dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s
@@ -26,10 +26,11 @@
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=ds-wait-chunk=65" 2>&1 | FileCheck %s --check-prefix=WRANGE
 // dps-ahead=N (64-row tiles): dPsum read N chunks ahead of the wait, or
 // (ds-wait-chunk + 1) its first half with lse_log2 before the products.
+// Shown with the pass in 4 chunks (the wait after 2), where it was measured.
 // RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule --convert-dash-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=DPS0
-// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" --canonicalize --cse | FileCheck %s --check-prefix=DPS1
-// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=3" --canonicalize --cse | FileCheck %s --check-prefix=DPS3
-// RUN: sed 's/x64xbf16/x128xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=4" 2>&1 | FileCheck %s --check-prefix=DPSFAR
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=exp2-chunks=4 dps-ahead=1" --canonicalize --cse | FileCheck %s --check-prefix=DPS1
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=exp2-chunks=4 dps-ahead=3" --canonicalize --cse | FileCheck %s --check-prefix=DPS3
+// RUN: sed 's/x64xbf16/x128xbf16/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=exp2-chunks=4 dps-ahead=4" 2>&1 | FileCheck %s --check-prefix=DPSFAR
 // RUN: sed 's/x64xbf16/x128xbf16/; s/mask = causal align = bottom_right/mask = full/' %s | not dash-opt --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" 2>&1 | FileCheck %s --check-prefix=DPSOFF
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=1" 2>&1 | FileCheck %s --check-prefix=DPSOFF
 // RUN: not dash-opt %s --dash-tile=kernels=wgmma --dash-schedule=policy=descending --dash-materialize-schedule "--convert-dash-to-gpu=dps-ahead=66" 2>&1 | FileCheck %s --check-prefix=DPSRANGE
@@ -91,11 +92,11 @@
 // OFF: nvvm.wgmma.wait.group.sync.aligned 0
 // OFF: nvvm.stmatrix
 
-// D = 128 deterministic causal by default: 4 chunks of 8, the wait after
-// the second (16 exp2 in each branch before it).
+// D = 128 deterministic causal by default: 8 chunks of 4, the wait after
+// the fourth (16 exp2 in each branch before it).
 // D128DEF: ds_in_pass = true
-// D128DEF-SAME: ds_wait_chunk = 2
-// D128DEF-SAME: exp2_chunks = 4
+// D128DEF-SAME: ds_wait_chunk = 4
+// D128DEF-SAME: exp2_chunks = 8
 // Non-deterministic kernels too (their step in the deterministic form: 232
 // MMA registers, the producer on its warp); at D = 128 full masks they keep
 // 240 registers.

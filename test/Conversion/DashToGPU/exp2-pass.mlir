@@ -3,7 +3,7 @@
 // through the previous chunk's last exp2 (c + min(p, 0), inline PTX that
 // neither LLVM nor ptxas folds), so ptxas cannot issue every FFMA of the
 // pass ahead of its first MUFU.EX2. Default: one pass at 64-row Q tiles (D =
-// 128; 4 chunks in deterministic causal kernels, with ds-in-pass:
+// 128; 8 chunks in causal kernels, with ds-in-pass:
 // ds-in-pass.mlir), 8 chunks at 128-row tiles (D = 64: 64 values per
 // thread, measured +1.2..+2.4%). ablate-exp2=1 builds diagnostic kernels
 // (wrong gradients) without the exp2.
