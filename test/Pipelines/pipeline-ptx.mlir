@@ -34,7 +34,7 @@
 // PTX: .target sm_90a
 // PTX: .visible .entry dash_bwd_preprocess(
 // PTX: .visible .entry dash_bwd_main(
-// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 240
+// PTX-DAG: setmaxnreg.inc.sync.aligned.u32 232
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // PTX-DAG: elect.sync
 // PTX-DAG: @%p{{[0-9]+}} cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes

@@ -51,8 +51,8 @@
 // CHECK-NEXT: llvm.fence syncscope("device") release
 // CHECK: llvm.atomicrmw add %{{.*}} syncscope("device") monotonic : !llvm.ptr, i32
 // CHECK: nvvm.shfl.sync  idx
-// CHECK: nvvm.setmaxregister  increase 240
-// CHECK: nvvm.setmaxregister  decrease 24
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK: nvvm.setmaxregister  decrease 40
 // The producer, per item: the head's count acquired up to S_q, then the
 // proxy fence, before the item's first step goes out.
 // CHECK: nvvm.fence.proxy.acquire <gpu>

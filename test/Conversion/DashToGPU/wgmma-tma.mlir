@@ -439,7 +439,7 @@
 // SPLIT-NOT: ro(%c4_i32, %c160_i32
 // TURNS: wg_turns = 1
 // TURNS: gpu.func @dash_bwd_main(
-// TURNS: nvvm.setmaxregister  increase 240
+// TURNS: nvvm.setmaxregister  increase 232
 // Before S^T warpgroup 1 waits for warpgroup 0's issue (turn barrier 15,
 // 256 threads) while warpgroup 0 syncs its own 128 (barrier 12); each
 // passes the turn once its S^T is done; at the step's end warpgroup 0 waits
