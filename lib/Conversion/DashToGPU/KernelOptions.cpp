@@ -480,20 +480,22 @@ mlir::dash::detail::resolveKernelOptions(ScheduledAttentionBwdOp op,
   if (mmaRegs != 0 && !useWgmma)
     return op.emitOpError() << "mma-regs needs mma=wgmma (the " << mma
                             << " kernels do not split registers by role)";
-  // mma-regs unset: the deterministic TMA kernels give the MMA warpgroups
-  // 232 so warpgroup 2 gets 40 (at 24 it spills, and its reducers'
-  // hand-offs are links of the ordered-add chain: +4-6% at D = 128
-  // causal), and so do the non-deterministic ones in that step form
-  // (fused dS pass: every D = 64 kernel, the causal D = 128 ones, section
-  // 38). At D = 64 the MMA side spilled at 232 (-10..35%) until the dPsum
-  // fold (section 46); now it fits and warpgroup 2's 23-70 local ops go
+  // mma-regs unset: the deterministic TMA kernels at D = 128 give the MMA
+  // warpgroups 232 so warpgroup 2 gets 40 (at 24 it spills, and its
+  // reducers' hand-offs are links of the ordered-add chain: +4-6% at D =
+  // 128 causal), and so do the non-deterministic ones in that step form
+  // (fused dS pass: the causal ones, section 38). At D = 64 the MMA side
+  // spilled at 232 (-10..35%) until the dPsum fold (section 46); now it
+  // fits, and the causal kernels gain +0.4..+2.5% from warpgroup 2's
+  // local ops gone, while the full-mask ones lose 1.5-3% at s >= 8192
   // (section 48). The others keep 240 (D = 128 full non-deterministic: -4%
   // at 232; cp.async kernels not measured), and so do early-st kernels (at
   // 232 ptxas serialises their wgmmas).
-  int64_t regs =
-      mmaRegs ? int64_t(mmaRegs)
-              : ((op.getDeterministic() || dsFused) && tma && !stEarly ? 232
-                                                                       : 240);
+  const bool regs232 =
+      tma && !stEarly &&
+      (D == 64 ? op.getMask() == Mask::Causal
+               : op.getDeterministic() || dsFused);
+  int64_t regs = mmaRegs ? int64_t(mmaRegs) : regs232 ? 232 : 240;
   // threads = 0: the mode's own count (wgmma: 2 MMA warpgroups + the dQ
   // reducer's warpgroup; sync and simt: 256).
   int64_t nthreads = threads ? threads : (useWgmma ? kWgmmaThreads : 256);

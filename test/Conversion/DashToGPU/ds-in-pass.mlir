@@ -44,6 +44,9 @@
 // CHECK: ds_in_pass = true
 // CHECK-SAME: ds_wait_chunk = 4
 // CHECK-SAME: exp2_chunks = 8
+// D = 64 causal kernels split the registers 232 / 40 (full masks: 240 / 24,
+// test/Tools/aot/options.test).
+// CHECK-SAME: mma_regs = 232 : i64
 // The walk's step: S^T and dP^T issued, S^T waited for.
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: scf.if %{{.*}} -> (i32, i32,
