@@ -97,8 +97,9 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "mma=wgmma: registers per MMA thread after setmaxnreg, 240 "
            "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 for "
            "deterministic D = 128 kernels, whose dQ reducers wait on the "
-           "ordered adds, and non-deterministic ones with the fused dS pass "
-           "(causal), else 240">,
+           "ordered adds, non-deterministic ones with the fused dS pass "
+           "(causal) and D = 64 causal kernels, else 240 (TMA kernels; "
+           "early-st and cp.async ones: 240)">,
     Option<"earlyKv", "early-kv", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 frees K/V after the item's last dQ "
            "(the next item's K/V load overlaps the last hand-off and the "
