@@ -4,9 +4,14 @@ per cell, cuDNN and each kernel set's auto det / nondet TFLOP/s, the
 variants' change against the default set, and whether the deterministic
 runs of every set that ran the cell were bitwise equal (torch-free).
 
-  python3 bench/compare_variants.py SWEEP.json [--variants NAME,...]
+  python3 bench/compare_variants.py SWEEP.json [--variants NAME,...] [--control NAME]
 
-Without --variants, every @NAME found in the file.
+Without --variants, every @NAME found in the file. --control names the
+identical-cubin copy of the default set that the sweep timed as a variant:
+then each other variant gets a verdict line per mode: in how many cells its
+change against the default exceeds the control's own change there (the
+spread of two identical rows in that cell), i.e. a change that noise of the
+run's size would not have made.
 """
 import argparse
 import json
@@ -60,10 +65,43 @@ def table(results, variants):
     return lines
 
 
+def change(cell, kind, suffix):
+    """Relative change of a set's auto row against the default's, or None."""
+    base = tflops(cell, "dash-auto-" + kind)
+    v = tflops(cell, "dash-auto-%s%s" % (kind, suffix))
+    return v / base - 1 if base and v else None
+
+
+def verdicts(results, variants, control):
+    """One line per (variant, mode): cells where the variant's change beats
+    the control's absolute change, over the cells where both ran."""
+    lines = []
+    cells = [c for _, c in sorted(cells_of(results).items())]
+    for v in variants:
+        if v == control:
+            continue
+        for kind in ("det", "nondet"):
+            pairs = [(change(c, kind, "@" + v), change(c, kind, "@" + control)) for c in cells]
+            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+            if not pairs:
+                continue
+            gains = sum(a > abs(b) for a, b in pairs)
+            losses = sum(a < -abs(b) for a, b in pairs)
+            lines.append(
+                "%s %s: above the control's spread in %d / %d cells, below it in %d "
+                "(change %+.1f..%+.1f%%, control %+.1f..%+.1f%%)" % (
+                    v, kind, gains, len(pairs), losses,
+                    100 * min(a for a, _ in pairs), 100 * max(a for a, _ in pairs),
+                    100 * min(b for _, b in pairs), 100 * max(b for _, b in pairs)))
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sweep")
     ap.add_argument("--variants", help="comma-separated NAMEs (default: all in the file)")
+    ap.add_argument("--control", metavar="NAME",
+                    help="the variant that is an identical-cubin copy of the default set")
     args = ap.parse_args(argv)
     with open(args.sweep) as f:
         results = json.load(f)["results"]
@@ -72,7 +110,14 @@ def main(argv=None):
         print("compare_variants: %s has no @NAME rows (run the sweep with --variant)"
               % args.sweep, file=sys.stderr)
         return 2
+    if args.control and args.control not in variants:
+        print("compare_variants: control %r is not among the variants (%s)"
+              % (args.control, ", ".join(variants)), file=sys.stderr)
+        return 2
     print("\n".join(table(results, variants)))
+    if args.control:
+        print()
+        print("\n".join(verdicts(results, variants, args.control)))
     return 0
 
 

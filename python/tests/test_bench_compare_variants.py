@@ -47,3 +47,28 @@ def test_variants_are_found_and_a_file_without_any_is_refused(tmp_path, capsys):
     p.write_text(json.dumps({"results": [row("dash-auto-det", 1.0)]}))
     assert cv.main([str(p)]) == 2
     assert "no @NAME rows" in capsys.readouterr().err
+
+
+def test_the_control_sets_the_noise_band_a_variant_must_leave(tmp_path, capsys):
+    def cell(s, base, new, ctl):
+        return [row("dash-auto-det", base, s=s), row("dash-auto-det@new", new, s=s),
+                row("dash-auto-det@ctl", ctl, s=s)]
+    # s=1024: +5% against a control at -1%; s=2048: +1% inside a control at +2%;
+    # s=4096: -3% below a control at +0.5%.
+    results = cell(1024, 100.0, 105.0, 99.0) + cell(2048, 100.0, 101.0, 102.0) + \
+        cell(4096, 100.0, 97.0, 100.5)
+    lines = cv.verdicts(results, ["ctl", "new"], "ctl")
+    assert lines == ["new det: above the control's spread in 1 / 3 cells, below it in 1 "
+                     "(change -3.0..+5.0%, control -1.0..+2.0%)"]
+    # A cell the variant did not run (partial directory) is left out of the count.
+    results.append(dict(row("dash-auto-det@new", None, s=8192), error="no kernel"))
+    results += [row("dash-auto-det", 100.0, s=8192), row("dash-auto-det@ctl", 100.0, s=8192)]
+    assert "in 1 / 3 cells" in cv.verdicts(results, ["ctl", "new"], "ctl")[0]
+    # Through main: the verdict follows the table; an unknown control is refused.
+    p = tmp_path / "sweep.json"
+    p.write_text(json.dumps({"results": results}))
+    assert cv.main([str(p), "--control", "ctl"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("| d | mask |") < out.index("new det: above the control's spread")
+    assert cv.main([str(p), "--control", "nope"]) == 2
+    assert "control 'nope' is not among the variants" in capsys.readouterr().err
