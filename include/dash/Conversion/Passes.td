@@ -95,11 +95,11 @@ def ConvertDashToGPU : Pass<"convert-dash-to-gpu", "::mlir::ModuleOp"> {
            "would leave no room for two dS^T buffers">,
     Option<"mmaRegs", "mma-regs", "int64_t", /*default=*/"0",
            "mma=wgmma: registers per MMA thread after setmaxnreg, 240 "
-           "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 for "
-           "deterministic D = 128 kernels, whose dQ reducers wait on the "
-           "ordered adds, non-deterministic ones with the fused dS pass "
-           "(causal) and D = 64 causal kernels, else 240 (TMA kernels; "
-           "early-st and cp.async ones: 240)">,
+           "(warpgroup 2 keeps 24) or 232 (it keeps 40); 0: 232 in TMA "
+           "kernels that are deterministic at D = 128 (their dQ reducers "
+           "wait on the ordered adds), run the fused dS pass at D = 128 "
+           "(causal) or are causal at D = 64; 240 in the others, early-st "
+           "and cp.async kernels included">,
     Option<"earlyKv", "early-kv", "int64_t", /*default=*/"-1",
            "mma=wgmma with loads=tma: 1 frees K/V after the item's last dQ "
            "(the next item's K/V load overlaps the last hand-off and the "
