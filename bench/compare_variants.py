@@ -46,13 +46,12 @@ def table(results, variants):
         cudnn = tflops(cell, "sdpa-cudnn")
         row.append("%.1f" % cudnn if cudnn else "-")
         for kind in ("det", "nondet"):
-            base = tflops(cell, "dash-auto-" + kind)
             for s in sets:
-                v = tflops(cell, "dash-auto-%s%s" % (kind, s))
+                v, d = tflops(cell, "dash-auto-%s%s" % (kind, s)), change(cell, kind, s)
                 if v is None:
                     row.append("-")
-                elif s and base:
-                    row.append("%.1f (%+.1f%%)" % (v, (v / base - 1) * 100))
+                elif s and d is not None:
+                    row.append("%.1f (%+.1f%%)" % (v, d * 100))
                 else:
                     row.append("%.1f" % v)
         # Sets that ran here: one without this cell's kernel (a partial
