@@ -30,6 +30,7 @@ fa3-det, fa3-nondet; bench/peers/fa3/ builds the library), on the same inputs,
 with its gradients' relative difference from DASH's.
 """
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -178,6 +179,20 @@ def ptxas_report(kdir, kernel):
         with open(os.path.join(kdir, kernel + ".json")) as f:
             _PTXAS[key] = json.load(f).get("ptxas", {}).get("main")
     return _PTXAS[key]
+
+
+_DIGEST = {}
+
+
+def cubin_digest(kdir, kernel):
+    """The first 16 hex digits of the SHA-256 of the kernel's cubin: which
+    binary a row timed, so an A/B can tell an identical-cubin control from
+    a stale copy (bench/compare_variants.py --control)."""
+    key = (kdir, kernel)
+    if key not in _DIGEST:
+        with open(os.path.join(kdir, kernel + ".cubin"), "rb") as f:
+            _DIGEST[key] = hashlib.sha256(f.read()).hexdigest()[:16]
+    return _DIGEST[key]
 
 
 def with_runtime(rt, fn):
@@ -368,7 +383,8 @@ def run_cell(d, mask, s, args, results):
                 info = check()
                 extra.update(workspace_bytes=info["workspace_bytes"], kernel=info["kernel"],
                              resolved_policy=info["policy"], num_units=info["num_units"],
-                             ptxas_main=ptxas_report(kdir, info["kernel"]))
+                             ptxas_main=ptxas_report(kdir, info["kernel"]),
+                             cubin_sha256=cubin_digest(kdir, info["kernel"]))
             except (OSError, ValueError, RuntimeError) as e:
                 extra["info_error"] = str(e).splitlines()[0][:120]
             record(name, ms, eq, extra)

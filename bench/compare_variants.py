@@ -11,7 +11,10 @@ identical-cubin copy of the default set that the sweep timed as a variant:
 then each other variant gets a verdict line per mode: in how many cells its
 change against the default exceeds the control's own change there (the
 spread of two identical rows in that cell), i.e. a change that noise of the
-run's size would not have made.
+run's size would not have made. Where the rows carry the cubin's digest
+(cubin_sha256, written by bench/attention_bwd.py), a line first says
+whether the control timed the default set's binaries: a control copied
+from an older build reads old against new, not noise.
 """
 import argparse
 import json
@@ -95,6 +98,33 @@ def verdicts(results, variants, control):
     return lines
 
 
+def control_identity(results, control):
+    """One line: whether the control's rows timed the same cubins as the
+    default set's, over the rows where both name one."""
+    rows = checked = 0
+    differ = []
+    for key, cell in sorted(cells_of(results).items()):
+        for kind in ("det", "nondet"):
+            a, b = cell.get("dash-auto-" + kind), cell.get("dash-auto-%s@%s" % (kind, control))
+            if not (a and b and a.get("tflops") and b.get("tflops")):
+                continue
+            rows += 1
+            if a.get("cubin_sha256") and b.get("cubin_sha256"):
+                checked += 1
+                if a["cubin_sha256"] != b["cubin_sha256"]:
+                    differ.append("d=%d %s s=%d %s" % (key + (kind,)))
+    if not checked:
+        return ("control %s: no cubin digests in this file, so whether it timed the default "
+                "set's binaries is unchecked" % control)
+    if differ:
+        return ("WARNING: control %s timed other cubins than the default set in %d / %d rows "
+                "(%s): its change is not the run's noise, and the verdicts below compare "
+                "against another kernel" % (control, len(differ), checked, ", ".join(differ[:4])
+                                            + (", ..." if len(differ) > 4 else "")))
+    return "control %s: the default set's cubins in %d / %d rows%s" % (
+        control, checked, rows, "" if checked == rows else " (the rest carry no digest)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sweep")
@@ -116,6 +146,7 @@ def main(argv=None):
     print("\n".join(table(results, variants)))
     if args.control:
         print()
+        print(control_identity(results, args.control))
         print("\n".join(verdicts(results, variants, args.control)))
     return 0
 

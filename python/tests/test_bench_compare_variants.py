@@ -72,3 +72,30 @@ def test_the_control_sets_the_noise_band_a_variant_must_leave(tmp_path, capsys):
     assert out.index("| d | mask |") < out.index("new det: above the control's spread")
     assert cv.main([str(p), "--control", "nope"]) == 2
     assert "control 'nope' is not among the variants" in capsys.readouterr().err
+
+
+def test_the_control_is_checked_to_have_timed_the_default_sets_cubins(tmp_path, capsys):
+    def cell(s, base_sha, ctl_sha):
+        return [dict(row("dash-auto-det", 100.0, s=s), cubin_sha256=base_sha),
+                dict(row("dash-auto-det@ctl", 100.5, s=s), cubin_sha256=ctl_sha),
+                row("dash-auto-det@new", 103.0, s=s)]
+    same = cell(1024, "aa", "aa") + cell(2048, "bb", "bb")
+    assert cv.control_identity(same, "ctl") == "control ctl: the default set's cubins in 2 / 2 rows"
+    # A stale copy: one cell's control cubin is another binary.
+    stale = cell(1024, "aa", "aa") + cell(2048, "bb", "old")
+    line = cv.control_identity(stale, "ctl")
+    assert line.startswith("WARNING: control ctl timed other cubins than the default set in 1 / 2 rows")
+    assert "d=128 full s=2048 det" in line and "s=1024" not in line
+    # Older sweeps carry no digest: said, not guessed; a row without one is not counted as checked.
+    bare = [dict(r) for r in same]
+    for r in bare:
+        r.pop("cubin_sha256", None)
+    assert "unchecked" in cv.control_identity(bare, "ctl")
+    part = same[:3] + bare[3:]
+    assert cv.control_identity(part, "ctl").endswith("in 1 / 2 rows (the rest carry no digest)")
+    # Through main: the identity line comes before the verdicts.
+    p = tmp_path / "sweep.json"
+    p.write_text(json.dumps({"results": stale}))
+    assert cv.main([str(p), "--control", "ctl"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("WARNING: control ctl") < out.index("new det: above the control's spread")
