@@ -15,6 +15,8 @@ import shutil
 import subprocess
 
 _LOCAL = re.compile(r"\b(LDL|STL)(\.[A-Z0-9]+)*\s")
+_PC = re.compile(r"/\*([0-9a-f]{4,})\*/")
+_BRA = re.compile(r"\bBRA(\.[A-Z0-9]+)*\s+(?:`\()?0x([0-9a-f]+)")
 
 
 def find_cuobjdump():
@@ -37,19 +39,38 @@ def find_cuobjdump():
 
 
 def classify(sass):
-    """{'prologue', 'mma', 'warpgroup2'}: counts of local loads/stores in
-    the SASS text of one function, or None without the setmaxnreg split."""
+    """{'prologue', 'mma', 'warpgroup2', 'mma_depth'}: counts of local
+    loads/stores in the SASS text of one function, or None without the
+    setmaxnreg split. mma_depth splits the MMA side's by loop depth, [outside
+    any loop, depth 1, depth 2 or more]: a loop is a backward branch's range
+    in the MMA branch, so in the persistent kernel depth 1 is the item loop
+    (once per work item) and depth 2 the step loop inside it (every step),
+    where a spill costs most."""
     counts = {"prologue": 0, "mma": 0, "warpgroup2": 0}
     role = "prologue"
     seen = False
+    mma_pcs, loops = [], []
     for line in sass.splitlines():
+        pc = _PC.search(line)
         if "USETMAXREG.TRY_ALLOC" in line:
             role, seen = "mma", True
         elif "USETMAXREG.DEALLOC" in line:
             role, seen = "warpgroup2", True
         elif _LOCAL.search(line):
             counts[role] += 1
-    return counts if seen else None
+            if role == "mma" and pc:
+                mma_pcs.append(int(pc.group(1), 16))
+        if role == "mma" and pc:
+            bra = _BRA.search(line)
+            if bra and int(bra.group(2), 16) <= int(pc.group(1), 16):
+                loops.append((int(bra.group(2), 16), int(pc.group(1), 16)))
+    if not seen:
+        return None
+    depth = [0, 0, 0]
+    for pc in mma_pcs:
+        depth[min(2, sum(lo <= pc <= hi for lo, hi in loops))] += 1
+    counts["mma_depth"] = depth
+    return counts
 
 
 def local_ops(cubin, function="dash_bwd_main", cuobjdump=None):
