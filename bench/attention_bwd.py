@@ -30,6 +30,7 @@ fa3-det, fa3-nondet; bench/peers/fa3/ builds the library), on the same inputs,
 with its gradients' relative difference from DASH's.
 """
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -168,31 +169,21 @@ def bits_equal(fn, repeats):
     return all(digest(fn()) == first for _ in range(repeats - 1))
 
 
-_PTXAS = {}
-
-
+@functools.lru_cache(maxsize=None)
 def ptxas_report(kdir, kernel):
     """The AOT step's ptxas report of the kernel's main entry (registers,
     spill stores/loads, stack), from its manifest in kernel directory kdir."""
-    key = (kdir, kernel)
-    if key not in _PTXAS:
-        with open(os.path.join(kdir, kernel + ".json")) as f:
-            _PTXAS[key] = json.load(f).get("ptxas", {}).get("main")
-    return _PTXAS[key]
+    with open(os.path.join(kdir, kernel + ".json")) as f:
+        return json.load(f).get("ptxas", {}).get("main")
 
 
-_DIGEST = {}
-
-
+@functools.lru_cache(maxsize=None)
 def cubin_digest(kdir, kernel):
     """The first 16 hex digits of the SHA-256 of the kernel's cubin: which
     binary a row timed, so an A/B can tell an identical-cubin control from
     a stale copy (bench/compare_variants.py --control)."""
-    key = (kdir, kernel)
-    if key not in _DIGEST:
-        with open(os.path.join(kdir, kernel + ".cubin"), "rb") as f:
-            _DIGEST[key] = hashlib.sha256(f.read()).hexdigest()[:16]
-    return _DIGEST[key]
+    with open(os.path.join(kdir, kernel + ".cubin"), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 def with_runtime(rt, fn):
